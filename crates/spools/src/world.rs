@@ -420,6 +420,27 @@ impl World {
         self.finish()
     }
 
+    /// Leaves the job without waiting for the other ranks: announces that this rank
+    /// finalises (the others see it as finalised, as after [`World::finalize`]) and
+    /// returns at once. For a process that leaves a job it joined beside its own (MPI's
+    /// `MPI_Comm_disconnect` of a spawned job) and must not wait for members that go on
+    /// working; everything it sent must have been received first (a barrier with them).
+    /// Dropping the `World` afterwards does nothing more.
+    ///
+    /// # Errors
+    /// [`BootError`] when the announcement cannot be written (the rendezvous is gone).
+    pub fn depart(&self) -> Result<(), BootError> {
+        if self
+            .finalized
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return Ok(());
+        }
+        let _ = self.lock_endpoint().flush();
+        self.boot
+            .announce_finalize(self.msg.collectives_started(), self.msg.messages_sent())
+    }
+
     /// Ends the whole job because of a failure on this rank: every other rank's pending
     /// and later operations fail with an error naming this rank and `cause`, and
     /// `spools run` stops the job. This rank's own operations fail from now on; the

@@ -111,7 +111,10 @@ impl Port {
                 _ => continue,
             }
             let theirs = read_u32(&mut s)?;
-            let job = HostedJob::host(mine + theirs, cfg)?;
+            let Some(size) = mine.checked_add(theirs) else {
+                return Err(PortError::Peer("brings more processes than a job holds"));
+            };
+            let job = HostedJob::host(size, cfg)?;
             write_msg(&mut s, job.ticket().to_line().as_bytes())?;
             write_msg(&mut s, &mine.to_le_bytes())?;
             return Ok((job, theirs));
@@ -138,8 +141,21 @@ pub fn connect_port(name: &str, mine: u32, cfg: &Config) -> Result<(JobTicket, u
         priority: 0,
     };
     let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
-    let mut s = crate::net::connect(addr, &secret, keepalive, Purpose::Port, identity, timeout)?;
-    // The acceptor may host its job only once its program calls accept: no timeout.
+    // The acceptor answers the handshake only once its program calls accept: a
+    // handshake that times out is tried again, for ten bootstrap timeouts (a refused
+    // connection is a closed port, at once).
+    let deadline = std::time::Instant::now() + timeout * 10;
+    let mut s = loop {
+        match crate::net::connect(addr, &secret, keepalive, Purpose::Port, identity, timeout) {
+            Ok(s) => break s,
+            Err(BootError::Io { source, .. })
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) && std::time::Instant::now() < deadline => {}
+            Err(e) => return Err(e.into()),
+        }
+    };
     let _ = s.set_read_timeout(None);
     write_msg(&mut s, &mine.to_le_bytes())?;
     let line = read_msg(&mut s)?;

@@ -332,7 +332,13 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
             MPI_HOST => Some(&HOST_NONE),
             MPI_IO => Some(&IO_ANY),
             MPI_WTIME_IS_GLOBAL => Some(&WTIME_IS_GLOBAL),
-            MPI_UNIVERSE_SIZE => Some(UNIVERSE.get_or_init(|| size)),
+            // The world and as many more processes as this process has CPUs to run on:
+            // what a spawn may start without waiting (`MPI_Comm_spawn` runs the
+            // children on this host; mpi4py.futures sizes its default pool so).
+            MPI_UNIVERSE_SIZE => Some(UNIVERSE.get_or_init(|| {
+                let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+                size.saturating_add(c_int::try_from(cpus).unwrap_or(c_int::MAX))
+            })),
             MPI_APPNUM => Some(APPNUM.get_or_init(|| {
                 std::env::var(crate::comm::spawn::APPNUM_VAR)
                     .ok()

@@ -121,22 +121,58 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
                 ))
             }
         };
-        let local = crate::comm::group::members(&lc)?;
+        // The job the intercommunicator lives in: the local communicator's, or the peer
+        // communicator's when that is another job holding every local process (a
+        // parent's MPI_COMM_WORLD, its intercommunicator to its children as the peer).
+        // The peer communicator is significant at the leader only: it names the job.
+        let local_l = lc.ctx.labels_of(&crate::comm::group::members(&lc)?);
+        let peer = if lc.comm.rank() == leader {
+            Some(comm(peer_comm, call)?)
+        } else {
+            None
+        };
+        let mut choice = [0u64];
+        if let Some(pc) = &peer {
+            if !Arc::ptr_eq(&pc.ctx, &lc.ctx) {
+                choice[0] = if pc.ctx.jobs_of(&local_l).is_some() {
+                    pc.ctx.job
+                } else {
+                    u64::MAX
+                };
+            }
+        }
+        lc.comm.bcast(&mut choice, leader)?;
+        let w = match choice[0] {
+            0 => lc.ctx.clone(),
+            u64::MAX => {
+                // The other group fails too: its leader gets no group from ours.
+                if let Some(pc) = &peer {
+                    if let Ok(Some(rl)) = crate::p2p::dest(pc, remote_leader, call) {
+                        let t = crate::p2p::send_tag(tag, call)?;
+                        pc.comm.isend(Vec::new(), rl, t)?.wait()?;
+                    }
+                }
+                return Err(MpiError::invalid(
+                    MPI_ERR_COMM,
+                    format!("{call}: the peer communicator belongs to another job than the local communicator's, and that job does not hold every local process"),
+                ));
+            }
+            id => crate::comm::by_id(id, call)?,
+        };
+        let local = w.jobs_of(&local_l).ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_INTERN,
+                format!("{call}: a local process outside the job"),
+            )
+        })?;
+        let b = &w.bridge;
         let mut most = [0u32];
-        lc.comm
-            .allreduce(&[lc.comm.free_context()], &mut most, &Op::Max)?;
+        lc.comm.allreduce(&[b.free_context()], &mut most, &Op::Max)?;
         // The leaders swap `mine` over the peer communicator, and each broadcasts what
         // it got to its group.
         let swap = |mine: &[u32]| -> Result<Vec<u32>, MpiError> {
-            let got = if lc.comm.rank() == leader {
-                let pc = comm(peer_comm, call)?;
-                if !Arc::ptr_eq(&pc.ctx, &lc.ctx) {
-                    return Err(MpiError::invalid(
-                        MPI_ERR_COMM,
-                        format!("{call}: the peer communicator and the local communicator belong to different jobs (a parent's own communicator with one to its spawned processes): not supported; make the local communicator from the peer's job (MPI_Intercomm_merge)"),
-                    ));
-                }
-                let rl = crate::p2p::dest(&pc, remote_leader, call)?.ok_or_else(|| {
+            let got = if let Some(pc) = &peer {
+                let rl = crate::p2p::dest(pc, remote_leader, call)?.ok_or_else(|| {
                     MpiError::invalid(
                         MPI_ERR_RANK,
                         format!("{call}: the remote leader is MPI_PROC_NULL"),
@@ -183,18 +219,18 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
                 local_v[0].max(other)
             })
         };
-        while both(u32::from(lc.comm.claim_context(ctx, 2)?), &Op::Min)? != 1 {
-            ctx = both(lc.comm.free_context(), &Op::Max)?;
+        while both(u32::from(b.claim_context(ctx, 2)?), &Op::Min)? != 1 {
+            ctx = both(b.free_context(), &Op::Max)?;
         }
         let first = local[leader as usize] < theirs[1];
         let all = order(&local, &remote, first);
-        let union = lc.comm.with_context(ctx, all.clone())?;
+        let union = b.with_context(ctx, all.clone())?;
         // The next free context: each communicator takes four ids
         // (`Communicator::with_context`).
-        let base = lc.comm.with_context(ctx + 4, all)?;
+        let base = b.with_context(ctx + 4, all)?;
         let h = insert(make(
             &lc,
-            lc.ctx.clone(),
+            w.clone(),
             union,
             &base,
             local,

@@ -11,13 +11,13 @@ pub(crate) mod newjob;
 mod obj;
 pub(crate) mod port;
 pub(crate) mod spawn;
-mod table;
+pub(crate) mod table;
 pub(crate) mod topo;
 mod worlds;
 
 pub(crate) use obj::{CommObj, Inter, Topo};
 pub(crate) use table::{comm, comm_ref, errhandler_of, insert, insert_child, remove, CommRef};
-pub(crate) use worlds::{holding, WorldCtx, Worlds};
+pub(crate) use worlds::{by_id, holding, WorldCtx, Worlds};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;

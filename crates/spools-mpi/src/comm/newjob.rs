@@ -33,31 +33,52 @@ pub(crate) struct Links {
     pub(crate) base: Communicator,
     /// The children's `MPI_COMM_WORLD` (for a child; `None` for a parent).
     pub(crate) side: Option<Communicator>,
+    /// Every member's key, by job rank: the job it started in (`MPI_Init`'s) and its
+    /// rank there, which names a process in every job it joins (`worlds.rs`).
+    pub(crate) keys: Vec<Key>,
 }
 
+/// A process's key: the id of the job it started in and its rank there.
+pub(crate) type Key = (u64, u32);
+
 /// Makes the [`Links`] of a new job `jc` (collective over the whole job: every member
-/// calls it alike, `child` saying whether this process is a spawned one).
+/// calls it alike, `child` saying whether this process is a spawned one, `mine` being
+/// its key).
 ///
 /// # Errors
 /// A member that died.
-pub(crate) fn set_up(jc: &Communicator, child: bool) -> Result<Links, MpiError> {
+pub(crate) fn set_up(jc: &Communicator, child: bool, mine: Key) -> Result<Links, MpiError> {
     let bridge = jc.dup()?;
     let union = jc.dup()?;
     let base = jc.dup()?;
     let side = jc.split(child.then_some(1), jc.rank() as i32)?;
+    let mut k = mine.0.to_le_bytes().to_vec();
+    k.extend(mine.1.to_le_bytes());
+    let keys = bridge
+        .allgather_bytes(&k)?
+        .iter()
+        .map(|b| {
+            let job = b.get(..8).and_then(|x| x.try_into().ok()).map(u64::from_le_bytes);
+            let rank = b.get(8..12).and_then(|x| x.try_into().ok()).map(u32::from_le_bytes);
+            job.zip(rank).ok_or_else(|| {
+                MpiError::invalid(MPI_ERR_INTERN, "a member of the new job sent no key")
+            })
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Links {
         bridge,
         union,
         base,
         side,
+        keys,
     })
 }
 
 /// Joins the new job of `ticket` as the member of `sides.local` that is rank `c`'s rank
 /// there (collective over `c`, whose members make `sides.local`) and returns the
 /// intercommunicator to the other side. `hosted` is the job's rendezvous when this
-/// process hosts it (kept for the job's life). The other side's processes get fresh
-/// labels (`worlds.rs`); a failure to join fails with class `fail_class`.
+/// process hosts it (kept for the job's life). Processes met for the first time get
+/// fresh labels (`worlds.rs`); a failure to join fails with class `fail_class`.
 ///
 /// # Errors
 /// A member that never joins or dies meanwhile (`fail_class`).
@@ -79,16 +100,13 @@ pub(crate) fn join(
             format!("{call}: the other processes did not all join: {e}"),
         )
     })?;
-    let links = set_up(world.communicator(), false)?;
-    let mine = c.ctx.labels_of(&crate::comm::group::members(c)?);
-    let theirs: Vec<u32> = rt.worlds.fresh(sides.remote.len() as u32).collect();
-    let mut labels = vec![0; size as usize];
-    for (r, l) in sides.local.clone().zip(mine) {
-        labels[r as usize] = l;
-    }
-    for (r, l) in sides.remote.clone().zip(theirs) {
-        labels[r as usize] = l;
-    }
+    let links = set_up(world.communicator(), false, (rt.ctx.job, rt.ctx.me))?;
+    // A process this one knows keeps its label; the others get fresh ones.
+    let labels = links
+        .keys
+        .iter()
+        .map(|&k| rt.worlds.label_of(k, &rt.ctx))
+        .collect();
     let ctx = WorldCtx::other(Arc::new(world), links.bridge, labels, hosted);
     rt.worlds.add(ctx.clone());
     let first = sides.local.start < sides.remote.start;

@@ -303,27 +303,46 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
     on_self(r)
 }
 
-/// The directory of published names (created on first use, mode 0700).
+/// The directory of published names (created on first use, mode 0700), refused unless
+/// it is a directory of this user's that nobody else may read or write (in a shared
+/// `/tmp` another user could make it first).
 fn names_dir(call: &'static str) -> Result<PathBuf, MpiError> {
-    use std::os::unix::fs::DirBuilderExt;
-    let uid = rustix_uid();
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
     let d = std::env::temp_dir().join(format!("spools-names-{uid}"));
+    let fail = |why: String| MpiError::invalid(MPI_ERR_NAME, format!("{call}: {}: {why}", d.display()));
     match std::fs::DirBuilder::new().mode(0o700).create(&d) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => {
-            return Err(MpiError::invalid(
-                MPI_ERR_NAME,
-                format!("{call}: cannot make {}: {e}", d.display()),
-            ))
-        }
+        Err(e) => return Err(fail(format!("cannot make it: {e}"))),
+    }
+    let m = std::fs::symlink_metadata(&d).map_err(|e| fail(e.to_string()))?;
+    if !m.file_type().is_dir() || m.uid() != uid || m.mode() & 0o077 != 0 {
+        return Err(fail(format!(
+            "not a private directory of this user's (owner {}, mode {:o}): remove it",
+            m.uid(),
+            m.mode() & 0o7777
+        )));
     }
     Ok(d)
 }
 
-fn rustix_uid() -> u32 {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    unsafe { libc::getuid() }
+/// Opens a published name's file for reading, not through a symbolic link.
+fn open_name(f: &std::path::Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(f)
+}
+
+/// The port name published in file `f`.
+fn read_name(f: &std::path::Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut s = String::new();
+    open_name(f)?.read_to_string(&mut s)?;
+    Ok(s)
 }
 
 /// The file of service `s`: its name in hexadecimal (any bytes are a service name).
@@ -359,15 +378,27 @@ pub unsafe extern "C" fn MPI_Publish_name(
         };
         let f = service_file(&service, call)?;
         let tmp = f.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, port.as_bytes())
-            .and_then(|()| std::fs::hard_link(&tmp, &f))
-            .map_err(|e| {
-                let _ = std::fs::remove_file(&tmp);
-                MpiError::invalid(
-                    MPI_ERR_SERVICE,
-                    format!("{call}: cannot publish {service:?}: {e}"),
-                )
-            })?;
+        let write = || -> std::io::Result<()> {
+            use std::io::Write;
+            use std::os::unix::fs::OpenOptionsExt;
+            let _ = std::fs::remove_file(&tmp);
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .custom_flags(libc::O_NOFOLLOW)
+                .open(&tmp)?
+                .write_all(port.as_bytes())?;
+            // The name appears whole or not at all, and only if no one published it.
+            std::fs::hard_link(&tmp, &f)
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            MpiError::invalid(
+                MPI_ERR_SERVICE,
+                format!("{call}: cannot publish {service:?}: {e}"),
+            )
+        })?;
         let _ = std::fs::remove_file(&tmp);
         Ok(())
     })();
@@ -394,7 +425,7 @@ pub unsafe extern "C" fn MPI_Lookup_name(
             ));
         }
         let f = service_file(&service, call)?;
-        let port = std::fs::read_to_string(&f).map_err(|_| {
+        let port = read_name(&f).map_err(|_| {
             MpiError::invalid(
                 MPI_ERR_NAME,
                 format!("{call}: no port is published as {service:?}"),
@@ -434,7 +465,7 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
             )
         };
         let f = service_file(&service, call)?;
-        match std::fs::read_to_string(&f) {
+        match read_name(&f) {
             Ok(p) if p == port => std::fs::remove_file(&f).map_err(|e| {
                 MpiError::invalid(MPI_ERR_SERVICE, format!("{call}: {service:?}: {e}"))
             }),

@@ -40,23 +40,33 @@ use crate::env::error::MpiError;
 use crate::out::out;
 use crate::runtime::rt;
 
-/// Set in a spawned process's environment: how many parents its job has (its ranks
-/// below that number are the parents).
+/// Set in a spawned process's environment: its job's id and how many parents the job
+/// has (`JOB:P`, the job id in hexadecimal as `SPOOLS_JOB`; ranks below P are the
+/// parents). A process of another job that inherits it (one started by `spools run`
+/// from a spawned process) ignores it.
 pub(crate) const PARENTS_VAR: &str = "SPOOLS_SPAWN_PARENTS";
 
 /// Set in a spawned process's environment: the index of its command in
 /// `MPI_Comm_spawn_multiple` (the `MPI_APPNUM` attribute).
 pub(crate) const APPNUM_VAR: &str = "SPOOLS_APPNUM";
 
-/// The number of parents of this process's job if it was spawned ([`PARENTS_VAR`]).
+/// The number of parents of this process's job `job` (of `size` processes) if it was
+/// spawned ([`PARENTS_VAR`] names this job).
 ///
 /// # Errors
-/// `MPI_ERR_SPAWN` when the variable is not a number below the job's size.
-pub(crate) fn parents_of_job(size: u32) -> Result<Option<u32>, MpiError> {
+/// `MPI_ERR_SPAWN` when the variable names this job but not a number of parents below
+/// its size.
+pub(crate) fn parents_of_job(job: u64, size: u32) -> Result<Option<u32>, MpiError> {
     let Ok(v) = std::env::var(PARENTS_VAR) else {
         return Ok(None);
     };
-    match v.trim().parse::<u32>() {
+    let Some((j, p)) = v.trim().split_once(':') else {
+        return Ok(None);
+    };
+    if u64::from_str_radix(j, 16) != Ok(job) {
+        return Ok(None);
+    }
+    match p.parse::<u32>() {
         Ok(p) if p > 0 && p < size => Ok(Some(p)),
         _ => Err(MpiError::invalid(
             MPI_ERR_SPAWN,
@@ -214,7 +224,7 @@ fn start_children(
             let mut cmd = Command::new(&prog);
             cmd.args(&app.args)
                 .envs(ticket.vars(rank, size))
-                .env(PARENTS_VAR, parents.to_string())
+                .env(PARENTS_VAR, format!("{:016x}:{parents}", ticket.job))
                 .env(APPNUM_VAR, appnum.to_string())
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
@@ -282,14 +292,14 @@ fn forward_lines(from: impl std::io::Read + Send + 'static, to_err: bool) {
     }
 }
 
-/// Waits for the children (a thread of the root's): one that ends before it joined
-/// the job ends the job in its name, so that nobody waits for it.
+/// Watches the children (a thread each, of the root's): one that ends before it joined
+/// the job ends the job in its name at once, so that nobody waits for it.
 fn reap(children: Vec<(u32, String, Child)>, job: &HostedJob) {
-    let server = job.server().clone();
-    let r = std::thread::Builder::new()
-        .name("spools-spawn-reaper".into())
-        .spawn(move || {
-            for (rank, command, mut c) in children {
+    for (rank, command, mut c) in children {
+        let server = job.server().clone();
+        let r = std::thread::Builder::new()
+            .name("spools-spawn-reaper".into())
+            .spawn(move || {
                 let status = c.wait();
                 if !server.joined(rank) {
                     server.mark_gone(rank);
@@ -304,10 +314,10 @@ fn reap(children: Vec<(u32, String, Child)>, job: &HostedJob) {
                         ),
                     );
                 }
-            }
-        });
-    if let Err(e) = r {
-        spools_log_warn(&format!("cannot watch the spawned processes: {e}"));
+            });
+        if let Err(e) = r {
+            spools_log_warn(&format!("cannot watch a spawned process: {e}"));
+        }
     }
 }
 
@@ -520,9 +530,10 @@ pub unsafe extern "C" fn MPI_Comm_get_parent(parent: *mut MPI_Comm) -> c_int {
     crate::env::errhandler::on_self(r)
 }
 
-/// `MPI_Comm_disconnect`: frees the communicator; for the last communicator of a job
-/// joined by a spawn (in a parent), leaves that job too, which waits until every other
-/// member has left it (the children's `MPI_Finalize` or their own disconnect).
+/// `MPI_Comm_disconnect`: collective over the communicator (both groups of an
+/// intercommunicator): a barrier, so that every member is done with it, then frees it;
+/// for the last communicator of a job joined by a spawn or at a port, this process then
+/// leaves that job without waiting for its other members (`WorldCtx::depart`).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_disconnect(comm_p: *mut MPI_Comm) -> c_int {
     let call = "MPI_Comm_disconnect";
@@ -532,24 +543,36 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm_p: *mut MPI_Comm) -> c_int {
         // SAFETY: non-NULL (the caller's contract).
         unsafe { *comm_p }
     };
-    let ctx = comm(h, call).ok().map(|c| c.ctx.clone());
+    let r = (|| {
+        rt(call)?;
+        if matches!(h, MPI_COMM_WORLD | MPI_COMM_SELF) {
+            return Err(MpiError::invalid(
+                MPI_ERR_COMM,
+                format!("{call}: MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected"),
+            ));
+        }
+        let c = crate::comm::table::made(h)?;
+        match &c.inter {
+            Some(i) => i.union.barrier()?,
+            None => c.comm.barrier()?,
+        }
+        Ok(c.ctx.clone())
+    })();
+    let ctx = match r {
+        Ok(ctx) => ctx,
+        Err(e) => return on_comm(h, Err(e)),
+    };
     // SAFETY: the caller's contract.
     let rc = unsafe { crate::comm::MPI_Comm_free(comm_p) };
     if rc != MPI_SUCCESS {
         return rc;
     }
-    let r = (|| {
-        let rt = rt(call)?;
-        let Some(ctx) = ctx else { return Ok(()) };
-        if ctx.is_own() {
-            return Ok(());
-        }
-        // The job's record and this call's hold it; anything more is a communicator
-        // or a request still alive.
-        if Arc::strong_count(&ctx) == 2 && rt.worlds.remove(&ctx) {
-            ctx.leave()?;
-        }
+    // The job's record and this call's hold it; anything more is a communicator or a
+    // request still alive, and the job is left at MPI_Finalize.
+    let r = if !ctx.is_own() && Arc::strong_count(&ctx) == 2 {
+        ctx.depart()
+    } else {
         Ok(())
-    })();
+    };
     crate::env::errhandler::on_self(r)
 }

@@ -36,9 +36,13 @@ pub(crate) struct WorldCtx {
     labels: Vec<u32>,
     /// This process's job rank.
     pub(crate) me: u32,
+    /// The job's id (as `World::job`).
+    pub(crate) job: u64,
     /// The rendezvous this process hosts for the job (the root of a spawn), kept for the
     /// job's life.
     hosted: Option<HostedJob>,
+    /// Whether this process left the job (`depart`).
+    left: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for WorldCtx {
@@ -52,13 +56,15 @@ impl std::fmt::Debug for WorldCtx {
 
 impl WorldCtx {
     /// The runtime's own job, whose labels are its job ranks.
-    pub(crate) fn own(bridge: Communicator, me: u32) -> Arc<WorldCtx> {
+    pub(crate) fn own(bridge: Communicator, me: u32, job: u64) -> Arc<WorldCtx> {
         Arc::new(WorldCtx {
             world: Mutex::new(None),
             bridge,
             labels: Vec::new(),
             me,
+            job,
             hosted: None,
+            left: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -70,12 +76,15 @@ impl WorldCtx {
         hosted: Option<HostedJob>,
     ) -> Arc<WorldCtx> {
         let me = world.rank();
+        let job = world.job();
         Arc::new(WorldCtx {
             world: Mutex::new(Some(world)),
             bridge,
             labels,
             me,
+            job,
             hosted,
+            left: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -130,30 +139,42 @@ impl WorldCtx {
             .ok_or(MpiError::NotInitialized(call))
     }
 
-    /// Leaves this job (not the runtime's own): announces that this process finalises
-    /// and waits for every member to do the same (`MPI_Comm_disconnect` of its last
-    /// communicator, or `MPI_Finalize`).
+    /// Leaves this job (not the runtime's own) without waiting for its other members:
+    /// announces that this process finalises (`World::depart`), after which they see it
+    /// as finalised (`MPI_Comm_disconnect` of its last communicator, or `MPI_Finalize`).
     ///
     /// # Errors
-    /// `MPI_ERR_PROC_ABORTED` when a member died first.
-    pub(crate) fn leave(&self) -> Result<(), MpiError> {
+    /// `MPI_ERR_PROC_ABORTED` when the job's rendezvous is gone.
+    pub(crate) fn depart(&self) -> Result<(), MpiError> {
+        self.left.store(true, Ordering::Release);
         let w = self
             .world
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        let Some(w) = w else { return Ok(()) };
-        let r = match Arc::try_unwrap(w) {
-            Ok(w) => w.finalize(),
-            // A clone lives on (a request still running): it leaves at its drop.
-            Err(_) => Ok(()),
-        };
-        if let Some(h) = &self.hosted {
-            // Every member has been told the job is over before this process may exit.
-            h.server()
-                .wait_final_sent(std::time::Duration::from_secs(5));
+        match w {
+            Some(w) => w
+                .depart()
+                .map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string())),
+            None => Ok(()),
         }
-        r.map_err(|e| MpiError::invalid(MPI_ERR_PROC_ABORTED, e.to_string()))
+    }
+
+    /// Whether this process left the job.
+    pub(crate) fn left(&self) -> bool {
+        self.left.load(Ordering::Acquire)
+    }
+
+    /// For a job whose rendezvous this process hosts: waits until every member has
+    /// finalised it or it ended (`MPI_Finalize`: the members still need the rendezvous,
+    /// which ends with this process).
+    pub(crate) fn wait_hosted(&self) {
+        if let Some(h) = &self.hosted {
+            let s = h.server();
+            while !s.job_finalized() && s.abort_record().is_none() {
+                s.wait_final_sent(std::time::Duration::from_millis(200));
+            }
+        }
     }
 
     /// Ends this job (not the runtime's own) because of `cause`: every other member's
@@ -176,6 +197,8 @@ impl WorldCtx {
 pub(crate) struct Worlds {
     others: Mutex<Vec<Arc<WorldCtx>>>,
     next_label: AtomicU32,
+    /// The labels of the processes met in jobs joined, by key (`newjob::Key`).
+    known: Mutex<std::collections::HashMap<crate::comm::newjob::Key, u32>>,
 }
 
 impl Worlds {
@@ -184,13 +207,31 @@ impl Worlds {
         Worlds {
             others: Mutex::new(Vec::new()),
             next_label: AtomicU32::new(size),
+            known: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
-    /// `n` fresh labels, for processes first met now.
-    pub(crate) fn fresh(&self, n: u32) -> std::ops::Range<u32> {
-        let a = self.next_label.fetch_add(n, Ordering::Relaxed);
-        a..a + n
+    /// The label of the process with key `k`: its job rank if it started in `own` (the
+    /// runtime's own job), the label it got when first met, or a fresh one.
+    pub(crate) fn label_of(&self, k: crate::comm::newjob::Key, own: &WorldCtx) -> u32 {
+        if k.0 == own.job {
+            return k.1;
+        }
+        *self
+            .known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(k)
+            .or_insert_with(|| self.next_label.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Records that the process with key `k` has label `label` (a spawned process's
+    /// parents, which its own job names by their ranks there).
+    pub(crate) fn know(&self, k: crate::comm::newjob::Key, label: u32) {
+        self.known
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(k, label);
     }
 
     /// Records a job joined.
@@ -201,15 +242,7 @@ impl Worlds {
             .push(w);
     }
 
-    /// Forgets a job left; whether it was recorded.
-    pub(crate) fn remove(&self, w: &Arc<WorldCtx>) -> bool {
-        let mut g = self.others.lock().unwrap_or_else(PoisonError::into_inner);
-        let before = g.len();
-        g.retain(|x| !Arc::ptr_eq(x, w));
-        g.len() != before
-    }
-
-    /// The jobs joined and not left, oldest first.
+    /// The jobs joined, oldest first (left ones too, until `MPI_Finalize`).
     pub(crate) fn all(&self) -> Vec<Arc<WorldCtx>> {
         self.others
             .lock()
@@ -217,10 +250,28 @@ impl Worlds {
             .clone()
     }
 
-    /// Takes every job joined and not left (`MPI_Finalize`, an abort).
+    /// Takes every job joined (`MPI_Finalize`, an abort).
     pub(crate) fn take_all(&self) -> Vec<Arc<WorldCtx>> {
         std::mem::take(&mut *self.others.lock().unwrap_or_else(PoisonError::into_inner))
     }
+}
+
+/// The job `job` (by id) among this process's: its own or one joined and not left.
+pub(crate) fn by_id(job: u64, call: &'static str) -> Result<Arc<WorldCtx>, MpiError> {
+    let rt = crate::runtime::rt(call)?;
+    if rt.ctx.job == job {
+        return Ok(rt.ctx.clone());
+    }
+    rt.worlds
+        .all()
+        .into_iter()
+        .find(|w| !w.left() && w.job == job)
+        .ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_COMM,
+                format!("{call}: job {job:016x} is not one this process belongs to"),
+            )
+        })
 }
 
 /// The job whose members include every process labelled `labels`: the runtime's own
@@ -237,7 +288,7 @@ pub(crate) fn holding(labels: &[u32], call: &'static str) -> Result<Arc<WorldCtx
     rt.worlds
         .all()
         .into_iter()
-        .find(|w| w.jobs_of(labels).is_some())
+        .find(|w| !w.left() && w.jobs_of(labels).is_some())
         .ok_or_else(|| {
             MpiError::invalid(
                 MPI_ERR_GROUP,

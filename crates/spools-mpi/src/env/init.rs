@@ -60,8 +60,8 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     let me = comm.rank();
     // A spawned process: its job holds its parents too, and MPI_COMM_WORLD is the
     // children's part of it (`comm/spawn.rs`).
-    let spawned = match crate::comm::spawn::parents_of_job(comm.size())? {
-        Some(parents) => Some((parents, crate::comm::newjob::set_up(&comm, true)?)),
+    let spawned = match crate::comm::spawn::parents_of_job(world.job(), comm.size())? {
+        Some(parents) => Some((parents, crate::comm::newjob::set_up(&comm, true, (world.job(), me))?)),
         None => None,
     };
     let (world_c, links) = match spawned {
@@ -80,7 +80,7 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
         Some((_, l)) => l.bridge.clone(),
         None => comm.dup()?,
     };
-    let ctx = crate::comm::WorldCtx::own(bridge, me);
+    let ctx = crate::comm::WorldCtx::own(bridge, me, world.job());
     // The level asked for, or higher where SPOOLS_THREAD_LEVEL or the progress thread
     // raised it: at SERIALIZED and MULTIPLE the rank's state is locked, below it belongs
     // to the thread that initialised.
@@ -104,6 +104,10 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     crate::runtime::install(rt)?;
     if let Some((parents, links)) = links {
         let rt = crate::runtime::rt("MPI_Init")?;
+        // The parents are ranks of this job, and keep those labels in later ones.
+        for (r, &k) in links.keys.iter().enumerate().take(parents as usize) {
+            rt.worlds.know(k, r as u32);
+        }
         let h = crate::comm::spawn::parent_link(&rt.world_comm, rt.ctx.clone(), links, parents)?;
         rt.parent.store(h, Ordering::Release);
     }
@@ -159,14 +163,20 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
 fn leave(rt: &crate::runtime::Runtime) -> Result<(), MpiError> {
     crate::p2p::buffer::flush()?;
     crate::p2p::request::finish_detached();
-    // The jobs joined by spawns first: their other members wait for this one.
+    // The jobs joined by spawns and ports first, newest first: this process leaves each
+    // without waiting for its other members, then waits for those whose rendezvous it
+    // hosts (their members still need it), then leaves its own job.
+    let joined = rt.worlds.take_all();
     let mut others = Ok(());
-    for w in rt.worlds.take_all() {
+    for w in joined.iter().rev() {
         // Every job is left, whatever an earlier one said; the first failure is told.
-        let r = w.leave();
+        let r = w.depart();
         if others.is_ok() {
             others = r;
         }
+    }
+    for w in &joined {
+        w.wait_hosted();
     }
     let w = rt
         .world

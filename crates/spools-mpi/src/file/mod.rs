@@ -59,8 +59,8 @@ pub(crate) struct FileObj {
     pub(crate) path: std::path::PathBuf,
     /// A private duplicate of the communicator the file was opened on.
     pub(crate) comm: Communicator,
-    /// Job ranks of the file's group.
-    pub(crate) members: Vec<u32>,
+    /// The file's group, as groups name processes (labels: `comm/worlds.rs`).
+    pub(crate) labels: Vec<u32>,
     pub(crate) amode: c_int,
     /// The view, shared by the accesses that use it (set whole by `MPI_File_set_view`).
     pub(crate) view: Mutex<Arc<View>>,

@@ -177,7 +177,7 @@ pub unsafe extern "C" fn MPI_File_open(
             file: f,
             path,
             comm: wc,
-            members: crate::comm::group::members(&c)?,
+            labels: c.ctx.labels_of(&crate::comm::group::members(&c)?),
             amode,
             view: Mutex::new(std::sync::Arc::new(View::bytes()?)),
             pos: Mutex::new(start),
@@ -449,7 +449,7 @@ pub unsafe extern "C" fn MPI_File_get_group(fh: MPI_File, group: *mut MPI_Group)
     let call = "MPI_File_get_group";
     let r = file(fh, call).and_then(|f| {
         // SAFETY: the caller's contract.
-        unsafe { crate::comm::group::give_group(f.members.clone(), group, call) }
+        unsafe { crate::comm::group::give_group(f.labels.clone(), group, call) }
     });
     on_file(fh, r)
 }

@@ -361,7 +361,7 @@ fn make(
         let obj = WinObj {
             comm: wc.clone(),
             world,
-            members,
+            labels: c.ctx.labels_of(&members),
             targets,
             flavor,
             size_attr: len as MPI_Aint,

@@ -52,8 +52,9 @@ pub(crate) struct WinObj {
     pub(crate) comm: Communicator,
     /// The job, for waits that drive progress and watch for dead ranks.
     pub(crate) world: Arc<World>,
-    /// Job ranks of the window's group, in its order.
-    pub(crate) members: Vec<u32>,
+    /// The window's group, in its order, as groups name processes (labels:
+    /// `comm/worlds.rs`).
+    pub(crate) labels: Vec<u32>,
     /// Every rank of the window, by rank in the window.
     pub(crate) targets: Vec<Target>,
     /// `MPI_WIN_FLAVOR_*` (also `MPI_WIN_CREATE_FLAVOR`'s value, handed out by pointer).

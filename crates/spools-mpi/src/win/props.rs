@@ -115,7 +115,7 @@ pub unsafe extern "C" fn MPI_Win_get_group(win_h: MPI_Win, group: *mut MPI_Group
     let r = (|| {
         let w = win(win_h, call)?;
         // SAFETY: the caller's contract.
-        unsafe { crate::comm::group::give_group(w.members.clone(), group, call) }
+        unsafe { crate::comm::group::give_group(w.labels.clone(), group, call) }
     })();
     on_win(win_h, r)
 }

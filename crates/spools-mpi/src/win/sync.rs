@@ -311,15 +311,15 @@ pub unsafe extern "C" fn MPI_Win_sync(win_h: MPI_Win) -> c_int {
 fn ranks_of(w: &WinObj, g: MPI_Group, call: &'static str) -> Result<Vec<u32>, MpiError> {
     crate::comm::group::members_of(g)?
         .into_iter()
-        .map(|job| {
-            w.members
+        .map(|label| {
+            w.labels
                 .iter()
-                .position(|&m| m == job)
+                .position(|&m| m == label)
                 .map(|p| p as u32)
                 .ok_or_else(|| {
                     MpiError::invalid(
                         MPI_ERR_GROUP,
-                        format!("{call}: job rank {job} of the group is not in the window's group"),
+                        format!("{call}: process {label} of the group is not in the window's group"),
                     )
                 })
         })
