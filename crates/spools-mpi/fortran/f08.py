@@ -183,7 +183,10 @@ def module(rows, handle_consts, int_consts, handles):
           "integer :: MPI_ERRCODES_IGNORE(1), MPI_UNWEIGHTED(1), MPI_WEIGHTS_EMPTY(1)",
           "common /spools_errcodes_ignore/ MPI_ERRCODES_IGNORE",
           "common /spools_unweighted/ MPI_UNWEIGHTED",
-          "common /spools_weights_empty/ MPI_WEIGHTS_EMPTY"]
+          "common /spools_weights_empty/ MPI_WEIGHTS_EMPTY",
+          "character(len=1) :: MPI_ARGV_NULL(1), MPI_ARGVS_NULL(1,1)",
+          "common /spools_argv_null/ MPI_ARGV_NULL",
+          "common /spools_argvs_null/ MPI_ARGVS_NULL"]
     m += ["abstract interface",
           "  subroutine MPI_User_function(invec, inoutvec, len, datatype)",
           "    import",

@@ -381,6 +381,7 @@ MPI_Comm_connect str port_name, Info info, int root, Comm comm, Comm* newcomm
 MPI_Publish_name str service_name, Info info, str port_name
 MPI_Unpublish_name str service_name, Info info, str port_name
 MPI_Lookup_name str service_name, Info info, str[MPI_MAX_PORT_NAME]* port_name
+MPI_Comm_join int fd, Comm* intercomm
 MPI_Type_extent Datatype datatype, aint32* extent
 MPI_Type_lb Datatype datatype, aint32* displacement
 MPI_Type_ub Datatype datatype, aint32* displacement
@@ -427,6 +428,11 @@ EXTRA_PROTOTYPES = [
     "int MPI_Info_get_string(MPI_Info info, const char *key, int *buflen, char *value, int *flag);",
     "int MPI_Info_get(MPI_Info info, const char *key, int valuelen, char *value, int *flag);",
     "int MPI_Pcontrol(const int level, ...);",
+    "int MPI_Comm_spawn(const char *command, char *argv[], int maxprocs, MPI_Info info,"
+    " int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);",
+    "int MPI_Comm_spawn_multiple(int count, char *array_of_commands[],"
+    " char **array_of_argv[], const int array_of_maxprocs[], const MPI_Info array_of_info[],"
+    " int root, MPI_Comm comm, MPI_Comm *intercomm, int array_of_errcodes[]);",
     "MPI_Aint MPI_Aint_add(MPI_Aint base, MPI_Aint disp);",
     "MPI_Aint MPI_Aint_diff(MPI_Aint addr1, MPI_Aint addr2);",
 ]
@@ -666,6 +672,8 @@ SENTINELS = [
     ("MPI_ERRCODES_IGNORE", "INTEGER", "(1)", "spools_errcodes_ignore"),
     ("MPI_UNWEIGHTED", "INTEGER", "(1)", "spools_unweighted"),
     ("MPI_WEIGHTS_EMPTY", "INTEGER", "(1)", "spools_weights_empty"),
+    ("MPI_ARGV_NULL", "CHARACTER*1", "(1)", "spools_argv_null"),
+    ("MPI_ARGVS_NULL", "CHARACTER*1", "(1,1)", "spools_argvs_null"),
 ]
 
 

@@ -23,6 +23,8 @@ MPI_Fint spools_statuses_ignore_[MPI_F_STATUS_SIZE] COMMON_BLOCK;
 MPI_Fint spools_errcodes_ignore_[1] COMMON_BLOCK;
 MPI_Fint spools_unweighted_[1] COMMON_BLOCK;
 MPI_Fint spools_weights_empty_[1] COMMON_BLOCK;
+char spools_argv_null_[1] COMMON_BLOCK;
+char spools_argvs_null_[1] COMMON_BLOCK;
 
 void *spools_f_buf(void *p)
 {
@@ -277,6 +279,118 @@ int MPI_Status_f082f(const MPI_Status *f08_status, MPI_Fint *f_status)
     return status_copy(f08_status, f_status);
 }
 
+/* A Fortran array of arguments (CHARACTER*(LEN) ARGV(*), the elements STRIDE apart,
+ * ended by a blank element) as a C argv (NULL-terminated, each element trimmed); NULL
+ * for MPI_ARGV_NULL (ARGV at NULL_AT) and *OK = 0 when memory runs out. Free it with
+ * free_argv. */
+static char **argv_in(const char *argv, size_t len, size_t stride, const void *null_at,
+                      int *ok)
+{
+    *ok = 1;
+    if ((const void *)argv == null_at)
+        return NULL;
+    size_t n = 0;
+    for (;; n++) {
+        const char *e = argv + n * stride;
+        size_t k = 0;
+        while (k < len && e[k] == ' ')
+            k++;
+        if (k == len)
+            break;
+    }
+    char **c = calloc(n + 1, sizeof *c);
+    if (c == NULL) {
+        *ok = 0;
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        c[i] = spools_f_str_in(argv + i * stride, len);
+        if (c[i] == NULL)
+            *ok = 0;
+    }
+    return c;
+}
+
+static void free_argv(char **argv)
+{
+    if (argv == NULL)
+        return;
+    for (char **a = argv; *a != NULL; a++)
+        free(*a);
+    free(argv);
+}
+
+static int *errcodes_in(MPI_Fint *codes)
+{
+    return codes == spools_errcodes_ignore_ ? NULL : codes;
+}
+
+void mpi_comm_spawn_(char *command, char *argv, MPI_Fint *maxprocs, MPI_Fint *info,
+                     MPI_Fint *root, MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *codes,
+                     MPI_Fint *ierror, size_t command_len, size_t argv_len)
+{
+    int ok = 1;
+    char *c_command = spools_f_str_in(command, command_len);
+    char **c_argv = argv_in(argv, argv_len, argv_len, spools_argv_null_, &ok);
+    if (c_command == NULL || !ok) {
+        free(c_command);
+        free_argv(c_argv);
+        *ierror = MPI_ERR_NO_MEM;
+        return;
+    }
+    MPI_Comm c_inter = 0;
+    int rc = MPI_Comm_spawn(c_command, c_argv, *maxprocs, MPI_Info_fromint(*info), *root,
+                            MPI_Comm_fromint(*comm), &c_inter, errcodes_in(codes));
+    if (rc == MPI_SUCCESS)
+        *intercomm = MPI_Comm_toint(c_inter);
+    free(c_command);
+    free_argv(c_argv);
+    *ierror = rc;
+}
+
+/* ARRAY_OF_ARGV is CHARACTER*(LEN) ARRAY_OF_ARGV(COUNT, *): the arguments of command i
+ * are row i, COUNT elements apart. */
+void mpi_comm_spawn_multiple_(MPI_Fint *count, char *commands, char *argvs,
+                              MPI_Fint *maxprocs, MPI_Fint *infos, MPI_Fint *root,
+                              MPI_Fint *comm, MPI_Fint *intercomm, MPI_Fint *codes,
+                              MPI_Fint *ierror, size_t commands_len, size_t argvs_len)
+{
+    int n = *count > 0 ? *count : 0, ok = 1;
+    char **c_commands = calloc((size_t)n + 1, sizeof *c_commands);
+    char ***c_argvs = calloc((size_t)n + 1, sizeof *c_argvs);
+    MPI_Info *c_infos = calloc((size_t)n + 1, sizeof *c_infos);
+    if (c_commands == NULL || c_argvs == NULL || c_infos == NULL)
+        ok = 0;
+    for (int i = 0; ok && i < n; i++) {
+        c_commands[i] = spools_f_str_in(commands + (size_t)i * commands_len, commands_len);
+        ok = c_commands[i] != NULL;
+        c_infos[i] = MPI_Info_fromint(infos[i]);
+        if (ok && (const void *)argvs != spools_argvs_null_)
+            c_argvs[i] = argv_in(argvs + (size_t)i * argvs_len, argvs_len,
+                                 (size_t)n * argvs_len, NULL, &ok);
+    }
+    int rc = MPI_ERR_NO_MEM;
+    MPI_Comm c_inter = 0;
+    if (ok) {
+        rc = MPI_Comm_spawn_multiple(n, c_commands,
+                                     (const void *)argvs == spools_argvs_null_ ? NULL : c_argvs,
+                                     maxprocs, c_infos, *root, MPI_Comm_fromint(*comm),
+                                     &c_inter, errcodes_in(codes));
+        if (rc == MPI_SUCCESS)
+            *intercomm = MPI_Comm_toint(c_inter);
+    }
+    for (int i = 0; i < n; i++) {
+        if (c_commands != NULL)
+            free(c_commands[i]);
+        if (c_argvs != NULL)
+            free_argv(c_argvs[i]);
+    }
+    free(c_commands);
+    free(c_argvs);
+    free(c_infos);
+    *ierror = rc;
+}
+
 /* The profiling names of the functions above. */
 PMPI(mpi_init)
 PMPI(mpi_init_thread)
@@ -287,5 +401,7 @@ PMPI(mpi_info_create_env)
 PMPI(mpi_info_get_string)
 PMPI(mpi_info_get)
 PMPI(mpi_pcontrol)
+PMPI(mpi_comm_spawn)
+PMPI(mpi_comm_spawn_multiple)
 PMPI(mpi_aint_add)
 PMPI(mpi_aint_diff)

@@ -16,7 +16,10 @@
 
 use std::ffi::{c_char, c_int, CStr};
 
+use spools::{HostedJob, JobTicket};
 use spools_msg::{Communicator, Op};
+
+use crate::comm::newjob::Sides;
 
 use crate::abi::*;
 use std::sync::Arc;
@@ -133,30 +136,13 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         };
         let mut choice = [0u64];
         if let Some(pc) = &peer {
-            if !Arc::ptr_eq(&pc.ctx, &lc.ctx) {
-                choice[0] = if pc.ctx.jobs_of(&local_l).is_some() {
-                    pc.ctx.job
-                } else {
-                    u64::MAX
-                };
+            if !Arc::ptr_eq(&pc.ctx, &lc.ctx) && pc.ctx.jobs_of(&local_l).is_some() {
+                choice[0] = pc.ctx.job;
             }
         }
         lc.comm.bcast(&mut choice, leader)?;
         let w = match choice[0] {
             0 => lc.ctx.clone(),
-            u64::MAX => {
-                // The other group fails too: its leader gets no group from ours.
-                if let Some(pc) = &peer {
-                    if let Ok(Some(rl)) = crate::p2p::dest(pc, remote_leader, call) {
-                        let t = crate::p2p::send_tag(tag, call)?;
-                        pc.comm.isend(Vec::new(), rl, t)?.wait()?;
-                    }
-                }
-                return Err(MpiError::invalid(
-                    MPI_ERR_COMM,
-                    format!("{call}: the peer communicator belongs to another job than the local communicator's, and that job does not hold every local process"),
-                ));
-            }
             id => crate::comm::by_id(id, call)?,
         };
         let local = w.jobs_of(&local_l).ok_or_else(|| {
@@ -167,7 +153,8 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         })?;
         let b = &w.bridge;
         let mut most = [0u32];
-        lc.comm.allreduce(&[b.free_context()], &mut most, &Op::Max)?;
+        lc.comm
+            .allreduce(&[b.free_context()], &mut most, &Op::Max)?;
         // The leaders swap `mine` over the peer communicator, and each broadcasts what
         // it got to its group.
         let swap = |mine: &[u32]| -> Result<Vec<u32>, MpiError> {
@@ -188,16 +175,38 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
             };
             Ok(u32s_of(&lc.comm.bcast_bytes(leader, &got)?))
         };
-        // [largest free context, leader's job rank, members...].
-        let mut mine = vec![most[0], local[leader as usize]];
+        // [job id (two words), largest free context, leader's job rank, members...].
+        let mut mine = vec![
+            w.job as u32,
+            (w.job >> 32) as u32,
+            most[0],
+            local[leader as usize],
+        ];
         mine.extend(&local);
         let theirs = swap(&mine)?;
-        if theirs.len() < 3 {
+        if theirs.len() < 5 {
             return Err(MpiError::invalid(
                 MPI_ERR_INTERN,
                 format!("{call}: the remote leader sent no group"),
             ));
         }
+        let their_job = u64::from(theirs[0]) | (u64::from(theirs[1]) << 32);
+        if their_job != w.job {
+            // No job holds both groups (a parent's MPI_COMM_WORLD, its intercommunicator
+            // to children it spawned alone as the peer): they meet in a new one.
+            let meeting = Meeting {
+                leader,
+                peer: peer.as_deref(),
+                remote_leader,
+                tag,
+                hosts: w.job < their_job,
+                theirs: (theirs.len() - 4) as u32,
+            };
+            let h = meet_over_peer(&lc, &meeting, call)?;
+            // SAFETY: the caller's contract.
+            return unsafe { out(newintercomm, h, call) };
+        }
+        let theirs = theirs[2..].to_vec();
         let remote = theirs[2..].to_vec();
         if remote.iter().any(|r| local.contains(r)) {
             return Err(MpiError::invalid(
@@ -228,19 +237,87 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // The next free context: each communicator takes four ids
         // (`Communicator::with_context`).
         let base = b.with_context(ctx + 4, all)?;
-        let h = insert(make(
-            &lc,
-            w.clone(),
-            union,
-            &base,
-            local,
-            remote,
-            first,
-        )?)?;
+        let h = insert(make(&lc, w.clone(), union, &base, local, remote, first)?)?;
         // SAFETY: the caller's contract.
         unsafe { out(newintercomm, h, call) }
     })();
     on_comm(local_comm, r)
+}
+
+/// The leaders' side of a meeting of two groups in a new job (`meet_over_peer`).
+struct Meeting<'a> {
+    /// The local leader's rank in the local communicator.
+    leader: u32,
+    /// The peer communicator, at the leader.
+    peer: Option<&'a CommObj>,
+    /// The remote leader's rank in it, and the tag of the call.
+    remote_leader: c_int,
+    tag: c_int,
+    /// Whether this side's leader hosts the new job.
+    hosts: bool,
+    /// How many processes the other group has.
+    theirs: u32,
+}
+
+/// Two groups that share no job meet in a new one, as at a port: the leader of the side
+/// whose job id is the lower hosts it and sends its ticket to the other leader over the
+/// peer communicator (an empty one when it could not host: both groups then fail), and
+/// each leader broadcasts it to its group; the hosting side takes the new job's first
+/// ranks (`newjob.rs`).
+fn meet_over_peer(lc: &CommObj, m: &Meeting<'_>, call: &'static str) -> Result<MPI_Comm, MpiError> {
+    let nl = lc.comm.size();
+    let mut hosted = None;
+    let line = match m.peer {
+        Some(pc) => {
+            let rl = crate::p2p::dest(pc, m.remote_leader, call)?.ok_or_else(|| {
+                MpiError::invalid(
+                    MPI_ERR_RANK,
+                    format!("{call}: the remote leader is MPI_PROC_NULL"),
+                )
+            })?;
+            let t = crate::p2p::send_tag(m.tag, call)?;
+            if m.hosts {
+                let cfg = lc.ctx.world(call)?.worker().config().clone();
+                let line = match HostedJob::host(nl + m.theirs, &cfg) {
+                    Ok(j) => {
+                        let l = j.ticket().to_line().into_bytes();
+                        hosted = Some(j);
+                        l
+                    }
+                    Err(_) => Vec::new(),
+                };
+                pc.comm.send(&line, rl, t)?;
+                line
+            } else {
+                pc.comm.recv_vec(rl, t)?.0
+            }
+        }
+        None => Vec::new(),
+    };
+    let line = lc.comm.bcast_bytes(m.leader, &line)?;
+    let ticket = std::str::from_utf8(&line)
+        .ok()
+        .and_then(JobTicket::from_line)
+        .ok_or_else(|| {
+            MpiError::invalid(
+                MPI_ERR_COMM,
+                format!(
+                    "{call}: the two groups share no job, and no new one could be hosted for them"
+                ),
+            )
+        })?;
+    let sides = if m.hosts {
+        Sides {
+            local: 0..nl,
+            remote: nl..nl + m.theirs,
+        }
+    } else {
+        Sides {
+            local: m.theirs..m.theirs + nl,
+            remote: 0..m.theirs,
+        }
+    };
+    crate::comm::newjob::join(lc, &ticket, sides, hosted, MPI_ERR_COMM, call)
 }
 
 /// A group's rank argument as an index into its members.

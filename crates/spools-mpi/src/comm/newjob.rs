@@ -58,8 +58,14 @@ pub(crate) fn set_up(jc: &Communicator, child: bool, mine: Key) -> Result<Links,
         .allgather_bytes(&k)?
         .iter()
         .map(|b| {
-            let job = b.get(..8).and_then(|x| x.try_into().ok()).map(u64::from_le_bytes);
-            let rank = b.get(8..12).and_then(|x| x.try_into().ok()).map(u32::from_le_bytes);
+            let job = b
+                .get(..8)
+                .and_then(|x| x.try_into().ok())
+                .map(u64::from_le_bytes);
+            let rank = b
+                .get(8..12)
+                .and_then(|x| x.try_into().ok())
+                .map(u32::from_le_bytes);
             job.zip(rank).ok_or_else(|| {
                 MpiError::invalid(MPI_ERR_INTERN, "a member of the new job sent no key")
             })

@@ -311,7 +311,8 @@ fn names_dir(call: &'static str) -> Result<PathBuf, MpiError> {
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
     let d = std::env::temp_dir().join(format!("spools-names-{uid}"));
-    let fail = |why: String| MpiError::invalid(MPI_ERR_NAME, format!("{call}: {}: {why}", d.display()));
+    let fail =
+        |why: String| MpiError::invalid(MPI_ERR_NAME, format!("{call}: {}: {why}", d.display()));
     match std::fs::DirBuilder::new().mode(0o700).create(&d) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}

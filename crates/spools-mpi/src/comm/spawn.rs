@@ -96,6 +96,10 @@ pub(crate) fn parent_link(
         (0..parents).collect(),
         false,
     )?;
+    // MPI's default name for it.
+    *obj.name
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = "MPI_COMM_PARENT".into();
     insert(obj)
 }
 

@@ -61,7 +61,10 @@ fn join(required: c_int) -> Result<c_int, MpiError> {
     // A spawned process: its job holds its parents too, and MPI_COMM_WORLD is the
     // children's part of it (`comm/spawn.rs`).
     let spawned = match crate::comm::spawn::parents_of_job(world.job(), comm.size())? {
-        Some(parents) => Some((parents, crate::comm::newjob::set_up(&comm, true, (world.job(), me))?)),
+        Some(parents) => Some((
+            parents,
+            crate::comm::newjob::set_up(&comm, true, (world.job(), me))?,
+        )),
         None => None,
     };
     let (world_c, links) = match spawned {

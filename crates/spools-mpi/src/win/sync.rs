@@ -319,7 +319,9 @@ fn ranks_of(w: &WinObj, g: MPI_Group, call: &'static str) -> Result<Vec<u32>, Mp
                 .ok_or_else(|| {
                     MpiError::invalid(
                         MPI_ERR_GROUP,
-                        format!("{call}: process {label} of the group is not in the window's group"),
+                        format!(
+                            "{call}: process {label} of the group is not in the window's group"
+                        ),
                     )
                 })
         })
