@@ -340,7 +340,7 @@ pub unsafe extern "C" fn MPI_Comm_get_attr(
                 size.saturating_add(c_int::try_from(cpus).unwrap_or(c_int::MAX))
             })),
             MPI_APPNUM => Some(APPNUM.get_or_init(|| {
-                std::env::var(crate::comm::spawn::APPNUM_VAR)
+                std::env::var(crate::comm::APPNUM_VAR)
                     .ok()
                     .and_then(|v| v.trim().parse().ok())
                     .unwrap_or(0)

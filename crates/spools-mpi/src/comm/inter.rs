@@ -17,14 +17,14 @@
 use std::ffi::{c_char, c_int, CStr};
 
 use spools::{HostedJob, JobTicket};
-use spools_msg::{Communicator, Op};
+use spools_msg::Op;
 
 use crate::comm::newjob::Sides;
 
 use crate::abi::*;
 use std::sync::Arc;
 
-use crate::comm::{comm, insert, CommObj, Inter, WorldCtx};
+use crate::comm::{comm, insert, make_inter as make, CommObj};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::out::out;
@@ -47,42 +47,6 @@ fn order(local: &[u32], remote: &[u32], first: bool) -> Vec<u32> {
         (remote, local)
     };
     a.iter().chain(b).copied().collect()
-}
-
-/// The intercommunicator object over `union` (in job `ctx`, whose ranks `local` and
-/// `remote` are), with its point-to-point view made from `base` (a communicator of the
-/// same members in a context of its own).
-pub(crate) fn make(
-    parent: &CommObj,
-    ctx: Arc<WorldCtx>,
-    union: Communicator,
-    base: &Communicator,
-    local: Vec<u32>,
-    remote: Vec<u32>,
-    first: bool,
-) -> Result<CommObj, MpiError> {
-    let me = ctx.me;
-    let local_rank = local.iter().position(|&r| r == me).ok_or_else(|| {
-        MpiError::invalid(
-            MPI_ERR_INTERN,
-            "intercommunicator: this rank is not in its local group",
-        )
-    })? as u32;
-    let view = base.view(remote.iter().chain(&local).copied().collect())?;
-    let (r, l) = (remote.len() as u32, local.len() as u32);
-    let sides = spools::Sides::new(&view, (r..r + l).collect(), (0..r).collect())?;
-    Ok(parent.child_in(
-        ctx,
-        view,
-        Some(Inter {
-            union,
-            local,
-            remote,
-            local_rank,
-            first,
-            sides,
-        }),
-    ))
 }
 
 /// `MPI_Intercomm_create`: collective over both local communicators; their leaders
@@ -277,7 +241,10 @@ fn meet_over_peer(lc: &CommObj, m: &Meeting<'_>, call: &'static str) -> Result<M
             })?;
             let t = crate::p2p::send_tag(m.tag, call)?;
             if m.hosts {
-                let cfg = lc.ctx.world(call)?.worker().config().clone();
+                let cfg = crate::comm::world_of(&lc.ctx, call)?
+                    .worker()
+                    .config()
+                    .clone();
                 let line = match HostedJob::host(nl + m.theirs, &cfg) {
                     Ok(j) => {
                         let l = j.ticket().to_line().into_bytes();

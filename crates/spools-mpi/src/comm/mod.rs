@@ -7,6 +7,7 @@ pub(crate) mod attrmap;
 pub(crate) mod context;
 pub(crate) mod group;
 pub(crate) mod inter;
+mod jobs;
 pub(crate) mod newjob;
 mod obj;
 pub(crate) mod port;
@@ -15,9 +16,10 @@ pub(crate) mod table;
 pub(crate) mod topo;
 mod worlds;
 
-pub(crate) use obj::{CommObj, Inter, Topo};
+pub(crate) use jobs::{by_id, holding, world_of};
+pub(crate) use obj::{make_inter, CommObj, Topo};
 pub(crate) use table::{comm, comm_ref, errhandler_of, insert, insert_child, remove, CommRef};
-pub(crate) use worlds::{by_id, holding, WorldCtx, Worlds};
+pub(crate) use worlds::{Key, WorldCtx, Worlds, APPNUM_VAR, PARENTS_VAR};
 
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::atomic::Ordering;

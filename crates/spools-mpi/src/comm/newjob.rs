@@ -10,7 +10,7 @@ use std::sync::Arc;
 use spools::{Communicator, HostedJob, JobTicket};
 
 use crate::abi::*;
-use crate::comm::{insert, CommObj, WorldCtx};
+use crate::comm::{insert, CommObj, Key, WorldCtx};
 use crate::env::error::MpiError;
 use crate::runtime::rt;
 
@@ -37,9 +37,6 @@ pub(crate) struct Links {
     /// rank there, which names a process in every job it joins (`worlds.rs`).
     pub(crate) keys: Vec<Key>,
 }
-
-/// A process's key: the id of the job it started in and its rank there.
-pub(crate) type Key = (u64, u32);
 
 /// Makes the [`Links`] of a new job `jc` (collective over the whole job: every member
 /// calls it alike, `child` saying whether this process is a spawned one, `mine` being
@@ -98,7 +95,10 @@ pub(crate) fn join(
 ) -> Result<MPI_Comm, MpiError> {
     let rt = rt(call)?;
     let size = sides.local.len() as u32 + sides.remote.len() as u32;
-    let cfg = c.ctx.world(call)?.worker().config().clone();
+    let cfg = crate::comm::world_of(&c.ctx, call)?
+        .worker()
+        .config()
+        .clone();
     let rank = sides.local.start + c.comm.rank();
     let world = spools::init_with(cfg, ticket.env(rank, size)).map_err(|e| {
         MpiError::invalid(
@@ -116,7 +116,7 @@ pub(crate) fn join(
     let ctx = WorldCtx::other(Arc::new(world), links.bridge, labels, hosted);
     rt.worlds.add(ctx.clone());
     let first = sides.local.start < sides.remote.start;
-    let obj = crate::comm::inter::make(
+    let obj = crate::comm::make_inter(
         c,
         ctx,
         links.union,

@@ -8,6 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use spools::Communicator;
 
+use crate::env::error::MpiError;
+
 use crate::abi::*;
 
 /// An MPI communicator: a Spools communicator with MPI's extras.
@@ -175,4 +177,40 @@ pub(crate) struct Inter {
     /// The two groups as ranks of the `CommObj`'s `comm` (the remote group first): what
     /// its collectives run between (`coll/inter.rs`).
     pub(crate) sides: spools::Sides,
+}
+
+/// The intercommunicator object over `union` (in job `ctx`, whose ranks `local` and
+/// `remote` are), with its point-to-point view made from `base` (a communicator of the
+/// same members in a context of its own).
+pub(crate) fn make_inter(
+    parent: &CommObj,
+    ctx: Arc<crate::comm::WorldCtx>,
+    union: Communicator,
+    base: &Communicator,
+    local: Vec<u32>,
+    remote: Vec<u32>,
+    first: bool,
+) -> Result<CommObj, MpiError> {
+    let me = ctx.me;
+    let local_rank = local.iter().position(|&r| r == me).ok_or_else(|| {
+        MpiError::invalid(
+            MPI_ERR_INTERN,
+            "intercommunicator: this rank is not in its local group",
+        )
+    })? as u32;
+    let view = base.view(remote.iter().chain(&local).copied().collect())?;
+    let (r, l) = (remote.len() as u32, local.len() as u32);
+    let sides = spools::Sides::new(&view, (r..r + l).collect(), (0..r).collect())?;
+    Ok(parent.child_in(
+        ctx,
+        view,
+        Some(Inter {
+            union,
+            local,
+            remote,
+            local_rank,
+            first,
+            sides,
+        }),
+    ))
 }

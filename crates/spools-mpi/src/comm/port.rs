@@ -184,7 +184,10 @@ pub unsafe extern "C" fn MPI_Comm_accept(
         let p = c.comm.size();
         let mut hosted: Option<HostedJob> = None;
         let msg = if c.comm.rank() == root {
-            let cfg = c.ctx.world(call)?.worker().config().clone();
+            let cfg = crate::comm::world_of(&c.ctx, call)?
+                .worker()
+                .config()
+                .clone();
             // SAFETY: the caller's contract (significant at the root only).
             let r = unsafe { string(port_name, "port_name", call) }
                 .map_err(|e| e.to_string())
@@ -240,7 +243,10 @@ pub unsafe extern "C" fn MPI_Comm_connect(
         }
         let p = c.comm.size();
         let msg = if c.comm.rank() == root {
-            let cfg = c.ctx.world(call)?.worker().config().clone();
+            let cfg = crate::comm::world_of(&c.ctx, call)?
+                .worker()
+                .config()
+                .clone();
             // SAFETY: the caller's contract (significant at the root only).
             let r = unsafe { string(port_name, "port_name", call) }
                 .map_err(|e| e.to_string())
@@ -288,7 +294,10 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
             .try_clone_to_owned()
             .map_err(|e| MpiError::invalid(MPI_ERR_ARG, format!("{call}: fd {fd}: {e}")))?;
         let mut s = std::net::TcpStream::from(owned);
-        let cfg = rt.ctx.world(call)?.worker().config().clone();
+        let cfg = crate::comm::world_of(&rt.ctx, call)?
+            .worker()
+            .config()
+            .clone();
         let (ticket, rank, hosted) = spools::join_socket(&mut s, &cfg)
             .map_err(|e| MpiError::invalid(MPI_ERR_PORT, format!("{call}: {e}")))?;
         let sides = Sides {

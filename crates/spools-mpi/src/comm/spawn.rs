@@ -34,21 +34,11 @@ use spools::{HostedJob, JobTicket};
 
 use crate::abi::*;
 use crate::comm::newjob::Links;
-use crate::comm::{comm, insert, CommObj, WorldCtx};
+use crate::comm::{comm, insert, CommObj, WorldCtx, APPNUM_VAR, PARENTS_VAR};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::out::out;
 use crate::runtime::rt;
-
-/// Set in a spawned process's environment: its job's id and how many parents the job
-/// has (`JOB:P`, the job id in hexadecimal as `SPOOLS_JOB`; ranks below P are the
-/// parents). A process of another job that inherits it (one started by `spools run`
-/// from a spawned process) ignores it.
-pub(crate) const PARENTS_VAR: &str = "SPOOLS_SPAWN_PARENTS";
-
-/// Set in a spawned process's environment: the index of its command in
-/// `MPI_Comm_spawn_multiple` (the `MPI_APPNUM` attribute).
-pub(crate) const APPNUM_VAR: &str = "SPOOLS_APPNUM";
 
 /// The number of parents of this process's job `job` (of `size` processes) if it was
 /// spawned ([`PARENTS_VAR`] names this job).
@@ -87,7 +77,7 @@ pub(crate) fn parent_link(
     parents: u32,
 ) -> Result<MPI_Comm, MpiError> {
     let n = links.bridge.size();
-    let obj = crate::comm::inter::make(
+    let obj = crate::comm::make_inter(
         world_comm,
         ctx,
         links.union,
@@ -389,7 +379,10 @@ fn spawn(
             format!("{call}: root {root} is not a rank of the communicator of {p}"),
         )
     })?;
-    let cfg = c.ctx.world(call)?.worker().config().clone();
+    let cfg = crate::comm::world_of(&c.ctx, call)?
+        .worker()
+        .config()
+        .clone();
     let (msg, hosted) = if c.comm.rank() == root {
         root_start(apps(), p, &cfg)
     } else {

@@ -23,6 +23,20 @@ use spools::{Communicator, HostedJob, World};
 use crate::abi::*;
 use crate::env::error::MpiError;
 
+/// Set in a spawned process's environment: its job's id and how many parents the job
+/// has (`JOB:P`, the job id in hexadecimal as `SPOOLS_JOB`; ranks below P are the
+/// parents). A process of another job that inherits it (one started by `spools run`
+/// from a spawned process) ignores it.
+pub(crate) const PARENTS_VAR: &str = "SPOOLS_SPAWN_PARENTS";
+
+/// Set in a spawned process's environment: the index of its command in
+/// `MPI_Comm_spawn_multiple` (the `MPI_APPNUM` attribute).
+pub(crate) const APPNUM_VAR: &str = "SPOOLS_APPNUM";
+
+/// A process's key: the id of the job it started in (`MPI_Init`'s) and its rank there,
+/// which names it in every job it joins.
+pub(crate) type Key = (u64, u32);
+
 /// A job this process belongs to.
 pub(crate) struct WorldCtx {
     /// The job, for a job other than the runtime's own (which `Runtime::world` holds);
@@ -124,19 +138,13 @@ impl WorldCtx {
         labels.iter().map(|&l| self.job_of(l)).collect()
     }
 
-    /// The job as a `World`, for what needs more than a communicator (windows, files).
-    ///
-    /// # Errors
-    /// [`MpiError::NotInitialized`] once left.
-    pub(crate) fn world(&self, call: &'static str) -> Result<Arc<World>, MpiError> {
-        if self.is_own() {
-            return crate::runtime::rt(call)?.world(call);
-        }
+    /// The job as a `World`, for a job other than the runtime's own and not left
+    /// (`jobs::world_of` gives the runtime's own too).
+    pub(crate) fn other_world(&self) -> Option<Arc<World>> {
         self.world
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
-            .ok_or(MpiError::NotInitialized(call))
     }
 
     /// Leaves this job (not the runtime's own) without waiting for its other members:
@@ -198,7 +206,7 @@ pub(crate) struct Worlds {
     others: Mutex<Vec<Arc<WorldCtx>>>,
     next_label: AtomicU32,
     /// The labels of the processes met in jobs joined, by key (`newjob::Key`).
-    known: Mutex<std::collections::HashMap<crate::comm::newjob::Key, u32>>,
+    known: Mutex<std::collections::HashMap<Key, u32>>,
 }
 
 impl Worlds {
@@ -213,7 +221,7 @@ impl Worlds {
 
     /// The label of the process with key `k`: its job rank if it started in `own` (the
     /// runtime's own job), the label it got when first met, or a fresh one.
-    pub(crate) fn label_of(&self, k: crate::comm::newjob::Key, own: &WorldCtx) -> u32 {
+    pub(crate) fn label_of(&self, k: Key, own: &WorldCtx) -> u32 {
         if k.0 == own.job {
             return k.1;
         }
@@ -227,7 +235,7 @@ impl Worlds {
 
     /// Records that the process with key `k` has label `label` (a spawned process's
     /// parents, which its own job names by their ranks there).
-    pub(crate) fn know(&self, k: crate::comm::newjob::Key, label: u32) {
+    pub(crate) fn know(&self, k: Key, label: u32) {
         self.known
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -254,45 +262,4 @@ impl Worlds {
     pub(crate) fn take_all(&self) -> Vec<Arc<WorldCtx>> {
         std::mem::take(&mut *self.others.lock().unwrap_or_else(PoisonError::into_inner))
     }
-}
-
-/// The job `job` (by id) among this process's: its own or one joined and not left.
-pub(crate) fn by_id(job: u64, call: &'static str) -> Result<Arc<WorldCtx>, MpiError> {
-    let rt = crate::runtime::rt(call)?;
-    if rt.ctx.job == job {
-        return Ok(rt.ctx.clone());
-    }
-    rt.worlds
-        .all()
-        .into_iter()
-        .find(|w| !w.left() && w.job == job)
-        .ok_or_else(|| {
-            MpiError::invalid(
-                MPI_ERR_COMM,
-                format!("{call}: job {job:016x} is not one this process belongs to"),
-            )
-        })
-}
-
-/// The job whose members include every process labelled `labels`: the runtime's own
-/// if it does, else the oldest other job that does.
-///
-/// # Errors
-/// `MPI_ERR_GROUP` when no job holds them all (processes of two jobs that were never
-/// connected together).
-pub(crate) fn holding(labels: &[u32], call: &'static str) -> Result<Arc<WorldCtx>, MpiError> {
-    let rt = crate::runtime::rt(call)?;
-    if rt.ctx.jobs_of(labels).is_some() {
-        return Ok(rt.ctx.clone());
-    }
-    rt.worlds
-        .all()
-        .into_iter()
-        .find(|w| !w.left() && w.jobs_of(labels).is_some())
-        .ok_or_else(|| {
-            MpiError::invalid(
-                MPI_ERR_GROUP,
-                format!("{call}: the group's processes do not all belong to one job this process shares with them (processes of two different spawns or connections)"),
-            )
-        })
 }

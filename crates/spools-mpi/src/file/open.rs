@@ -170,7 +170,7 @@ pub unsafe extern "C" fn MPI_File_open(
         } else {
             0
         };
-        let world = c.ctx.world(call)?;
+        let world = crate::comm::world_of(&c.ctx, call)?;
         // Every rank has the pointer, or all fail (the next collective would hang).
         let shared = super::agree_on(&wc, SharedPointer::new(&world, &wc, start, call), call)?;
         let obj = FileObj {

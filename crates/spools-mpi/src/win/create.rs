@@ -147,7 +147,7 @@ fn make(
             ));
         }
     }
-    let world = c.ctx.world(call)?;
+    let world = crate::comm::world_of(&c.ctx, call)?;
     let wc = comm.dup()?;
     let heap = |n: usize| -> Result<SharedBuf<u8>, MpiError> {
         world.alloc::<u8>(n.max(1)).map_err(|e| {
