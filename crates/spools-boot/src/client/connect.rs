@@ -38,7 +38,7 @@ pub struct Connected {
 /// The address other hosts can reach this one at, for a rank-0-hosted rendezvous:
 /// `SPOOLS_BOOTSTRAP_IP` if set, else the source address of the default route, else
 /// loopback.
-pub(crate) fn advertised_ip() -> IpAddr {
+fn advertised_ip() -> IpAddr {
     if let Some(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -52,6 +52,20 @@ pub(crate) fn advertised_ip() -> IpAddr {
         })
         .map(|a| a.ip())
         .unwrap_or(IpAddr::V4(Ipv4Addr::LOCALHOST))
+}
+
+/// A listening socket on the address other hosts reach this one at (any address when
+/// that one cannot be bound), and the address to tell them.
+pub(crate) fn bind_advertised() -> Result<(TcpListener, SocketAddr), BootError> {
+    let ip = advertised_ip();
+    let l = TcpListener::bind((ip, 0))
+        .or_else(|_| TcpListener::bind("0.0.0.0:0"))
+        .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
+    let mut addr = l
+        .local_addr()
+        .map_err(BootError::io(BootStep::RendezvousSocket))?;
+    addr.set_ip(ip);
+    Ok((l, addr))
 }
 
 fn write_rendezvous_file(path: &Path, addr: SocketAddr, secret: &Secret) -> Result<(), BootError> {
@@ -93,14 +107,7 @@ fn host_rendezvous(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
         ),
     };
-    let ip = advertised_ip();
-    let l = TcpListener::bind((ip, 0))
-        .or_else(|_| TcpListener::bind("0.0.0.0:0"))
-        .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
-    let mut addr = l
-        .local_addr()
-        .map_err(BootError::io(BootStep::RendezvousSocket))?;
-    addr.set_ip(ip);
+    let (l, addr) = bind_advertised()?;
     let server = RendezvousServer::start(l, env.size, secret.clone(), keepalive, job, false, None)?;
     Ok((addr, secret, server))
 }

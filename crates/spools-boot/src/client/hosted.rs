@@ -3,7 +3,7 @@
 //! Every member, this process too, then joins it as a rank of `spools run` would: with
 //! the [`JobTicket`] (where to meet, the secret, the job id) and a rank.
 
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 
 use spools_proto::auth::Secret;
 
@@ -98,16 +98,7 @@ impl HostedJob {
         let job = u64::from_le_bytes(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?,
         );
-        let ip = super::connect::advertised_ip();
-        let l = TcpListener::bind((ip, 0))
-            .or_else(|_| TcpListener::bind("0.0.0.0:0"))
-            .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
-        let mut addr = l
-            .local_addr()
-            .map_err(BootError::io(BootStep::RendezvousSocket))?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(ip);
-        }
+        let (l, addr) = super::connect::bind_advertised()?;
         let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         let server = RendezvousServer::start(l, size, secret.clone(), keepalive, job, false, None)?;
         Ok(HostedJob {

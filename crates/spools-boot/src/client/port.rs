@@ -67,16 +67,7 @@ impl Port {
         let secret = Secret::from_bytes(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
         );
-        let ip = super::connect::advertised_ip();
-        let listener = TcpListener::bind((ip, 0))
-            .or_else(|_| TcpListener::bind("0.0.0.0:0"))
-            .map_err(BootError::io(BootStep::BindRendezvous { at: None }))?;
-        let mut addr = listener
-            .local_addr()
-            .map_err(BootError::io(BootStep::RendezvousSocket))?;
-        if addr.ip().is_unspecified() {
-            addr.set_ip(ip);
-        }
+        let (listener, addr) = super::connect::bind_advertised()?;
         let name = format!("{PORT_PREFIX}{addr}:{}", secret.to_hex());
         Ok(Port {
             listener,

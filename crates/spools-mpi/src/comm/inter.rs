@@ -17,7 +17,7 @@
 use std::ffi::{c_char, c_int, CStr};
 
 use spools::{HostedJob, JobTicket};
-use spools_msg::Op;
+use spools_msg::{Communicator, Op};
 
 use crate::comm::newjob::Sides;
 
@@ -455,11 +455,20 @@ pub(crate) fn dup(c: &CommObj) -> Result<CommObj, MpiError> {
         .ok_or(MpiError::NotInitialized("MPI_Comm_dup"))?;
     let union = i.union.dup()?;
     let base = i.union.dup()?;
+    same_groups(c, union, &base)
+}
+
+/// An intercommunicator of `c`'s two groups over new communicators `union` and `base`.
+fn same_groups(c: &CommObj, union: Communicator, base: &Communicator) -> Result<CommObj, MpiError> {
+    let i = c
+        .inter
+        .as_ref()
+        .ok_or(MpiError::NotInitialized("MPI_Comm_dup"))?;
     make(
         c,
         c.ctx.clone(),
         union,
-        &base,
+        base,
         i.local.clone(),
         i.remote.clone(),
         i.first,
@@ -478,22 +487,10 @@ pub(crate) fn idup(c: &CommObj) -> Result<[spools::DupRequest; 2], MpiError> {
 
 /// The intercommunicator of a non-blocking dup of `c` once its contexts arrived.
 pub(crate) fn idup_done(c: &CommObj, reqs: [spools::DupRequest; 2]) -> Result<CommObj, MpiError> {
-    let i = c
-        .inter
-        .as_ref()
-        .ok_or(MpiError::NotInitialized("MPI_Comm_idup"))?;
     let [u, b] = reqs;
     let union = u.wait()?;
     let base = b.wait()?;
-    make(
-        c,
-        c.ctx.clone(),
-        union,
-        &base,
-        i.local.clone(),
-        i.remote.clone(),
-        i.first,
-    )
+    same_groups(c, union, &base)
 }
 
 /// `MPI_Comm_split` (and `split_type`) of intercommunicator `c`: the ranks of each

@@ -160,6 +160,77 @@ fn side(
     Ok((c, root))
 }
 
+/// Which side of a meeting at a port this group is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Accept,
+    Connect,
+}
+
+/// `MPI_Comm_accept` and `MPI_Comm_connect`: the root meets the other program at the
+/// port (`port_name`, significant there only) and broadcasts the outcome, then every
+/// rank joins the new job, the acceptors as its first ranks.
+fn meet(
+    side: Side,
+    port_name: *const c_char,
+    root: c_int,
+    comm_h: MPI_Comm,
+    newcomm: *mut MPI_Comm,
+    call: &'static str,
+) -> Result<(), MpiError> {
+    let (c, root) = self::side(comm_h, root, call)?;
+    if newcomm.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: newcomm is NULL"),
+        ));
+    }
+    let p = c.comm.size();
+    let mut hosted: Option<HostedJob> = None;
+    let msg = if c.comm.rank() == root {
+        let cfg = crate::comm::world_of(&c.ctx, call)?
+            .worker()
+            .config()
+            .clone();
+        // SAFETY: the caller's contract (significant at the root only).
+        let r = unsafe { string(port_name, "port_name", call) }
+            .map_err(|e| e.to_string())
+            .and_then(|name| match side {
+                Side::Accept => {
+                    let port = OPEN
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .as_ref()
+                        .and_then(|m| m.get(name.trim()).cloned())
+                        .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
+                    let (job, theirs) = port.accept(p, &cfg).map_err(|e| e.to_string())?;
+                    let t = job.ticket().clone();
+                    hosted = Some(job);
+                    Ok((t, theirs))
+                }
+                Side::Connect => spools::connect_port(&name, p, &cfg).map_err(|e| e.to_string()),
+            });
+        outcome(r)
+    } else {
+        String::new()
+    };
+    let got = c.comm.bcast_bytes(root, msg.as_bytes())?;
+    let (ticket, theirs) = read_outcome(&got, call)?;
+    let sides = match side {
+        Side::Accept => Sides {
+            local: 0..p,
+            remote: p..p + theirs,
+        },
+        Side::Connect => Sides {
+            local: theirs..theirs + p,
+            remote: 0..theirs,
+        },
+    };
+    let h = crate::comm::newjob::join(&c, &ticket, sides, hosted, MPI_ERR_PORT, call)?;
+    // SAFETY: the caller's contract.
+    unsafe { out(newcomm, h, call) }
+}
+
 /// `MPI_Comm_accept`: collective over `comm`; waits at the port (named at `root`, one
 /// this process opened) for a program to connect, and returns an intercommunicator to
 /// it.
@@ -172,51 +243,14 @@ pub unsafe extern "C" fn MPI_Comm_accept(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     let _ = info;
-    let call = "MPI_Comm_accept";
-    let r = (|| {
-        let (c, root) = side(comm_h, root, call)?;
-        if newcomm.is_null() {
-            return Err(MpiError::invalid(
-                MPI_ERR_ARG,
-                format!("{call}: newcomm is NULL"),
-            ));
-        }
-        let p = c.comm.size();
-        let mut hosted: Option<HostedJob> = None;
-        let msg = if c.comm.rank() == root {
-            let cfg = crate::comm::world_of(&c.ctx, call)?
-                .worker()
-                .config()
-                .clone();
-            // SAFETY: the caller's contract (significant at the root only).
-            let r = unsafe { string(port_name, "port_name", call) }
-                .map_err(|e| e.to_string())
-                .and_then(|name| {
-                    let port = OPEN
-                        .lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .as_ref()
-                        .and_then(|m| m.get(name.trim()).cloned())
-                        .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
-                    let (job, theirs) = port.accept(p, &cfg).map_err(|e| e.to_string())?;
-                    let t = job.ticket().clone();
-                    hosted = Some(job);
-                    Ok((t, theirs))
-                });
-            outcome(r)
-        } else {
-            String::new()
-        };
-        let got = c.comm.bcast_bytes(root, msg.as_bytes())?;
-        let (ticket, theirs) = read_outcome(&got, call)?;
-        let sides = Sides {
-            local: 0..p,
-            remote: p..p + theirs,
-        };
-        let h = crate::comm::newjob::join(&c, &ticket, sides, hosted, MPI_ERR_PORT, call)?;
-        // SAFETY: the caller's contract.
-        unsafe { out(newcomm, h, call) }
-    })();
+    let r = meet(
+        Side::Accept,
+        port_name,
+        root,
+        comm_h,
+        newcomm,
+        "MPI_Comm_accept",
+    );
     on_comm(comm_h, r)
 }
 
@@ -232,39 +266,14 @@ pub unsafe extern "C" fn MPI_Comm_connect(
     newcomm: *mut MPI_Comm,
 ) -> c_int {
     let _ = info;
-    let call = "MPI_Comm_connect";
-    let r = (|| {
-        let (c, root) = side(comm_h, root, call)?;
-        if newcomm.is_null() {
-            return Err(MpiError::invalid(
-                MPI_ERR_ARG,
-                format!("{call}: newcomm is NULL"),
-            ));
-        }
-        let p = c.comm.size();
-        let msg = if c.comm.rank() == root {
-            let cfg = crate::comm::world_of(&c.ctx, call)?
-                .worker()
-                .config()
-                .clone();
-            // SAFETY: the caller's contract (significant at the root only).
-            let r = unsafe { string(port_name, "port_name", call) }
-                .map_err(|e| e.to_string())
-                .and_then(|name| spools::connect_port(&name, p, &cfg).map_err(|e| e.to_string()));
-            outcome(r)
-        } else {
-            String::new()
-        };
-        let got = c.comm.bcast_bytes(root, msg.as_bytes())?;
-        let (ticket, theirs) = read_outcome(&got, call)?;
-        let sides = Sides {
-            local: theirs..theirs + p,
-            remote: 0..theirs,
-        };
-        let h = crate::comm::newjob::join(&c, &ticket, sides, None, MPI_ERR_PORT, call)?;
-        // SAFETY: the caller's contract.
-        unsafe { out(newcomm, h, call) }
-    })();
+    let r = meet(
+        Side::Connect,
+        port_name,
+        root,
+        comm_h,
+        newcomm,
+        "MPI_Comm_connect",
+    );
     on_comm(comm_h, r)
 }
 
