@@ -84,9 +84,11 @@ pub(crate) fn kill_rank(rank: usize, pid: u32, sig: i32) {
 }
 
 /// Removes what a job may leave in `/dev/shm` (segments are unlinked by the ranks as soon
-/// as all have mapped them; this catches a rank killed in between).
+/// as all have mapped them; this catches a rank killed in between), and what the jobs its
+/// ranks made leave (MPI's spawns and ports: their ids share the upper half of `job`'s,
+/// `spools_boot::client::HostedJob::host`).
 pub fn clean_shm(job: u64) -> usize {
-    let prefix = format!("spools-{job:016x}-");
+    let prefix = format!("spools-{:08x}", job >> 32);
     let mut n = 0;
     if let Ok(dir) = std::fs::read_dir("/dev/shm") {
         for e in dir.flatten() {

@@ -6,7 +6,11 @@
  * child alone on MPI_COMM_SELF (several spawns at once), a spawn_multiple of two
  * commands follows, and a command that cannot be started fails with MPI_ERR_SPAWN on
  * every parent (nobody waits). Every spawned job is left by MPI_Comm_disconnect.
- * Prints "ok spawn N ranks" on rank 0 of the parents. */
+ * Prints "ok spawn N ranks" on rank 0 of the parents.
+ * With argument "killed": the parents spawn 2 children, child 1 kills itself (SIGKILL)
+ * once it has joined, and the parents' receive from it must end the job (the test
+ * checks the job's exit and that nothing is left in /dev/shm). */
+#include <signal.h>
 #include <string.h>
 #include "check.h"
 
@@ -27,6 +31,13 @@ static int child(MPI_Comm parent, const char *round) {
   CHECK(inter, "the parent communicator is not an intercommunicator");
   OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &ap, &flag));
   if (flag) appnum = *ap;
+  if (strcmp(round, "killedchild") == 0) {
+    int x;
+    if (rank == 1) raise(SIGKILL);
+    /* Never sent: the job ends around this receive. */
+    MPI_Recv(&x, 1, MPI_INT, 0, 9, parent, MPI_STATUS_IGNORE);
+    return 1;
+  }
   if (strcmp(round, "world") == 0) {
     CHECK(size == 3, "children's world has %d", size);
     /* From every parent, its rank; to every parent, this child's rank * 10. */
@@ -88,6 +99,17 @@ int main(int argc, char **argv) {
   int rank, size;
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
+  if (argc > 1 && strcmp(argv[1], "killed") == 0) {
+    char *args_killed[] = {"killedchild", NULL};
+    MPI_Comm kids;
+    int x;
+    OK(MPI_Comm_spawn(argv[0], args_killed, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &kids,
+                      MPI_ERRCODES_IGNORE));
+    /* Child 1 died: this fails, and MPI_ERRORS_ARE_FATAL ends the job. */
+    MPI_Recv(&x, 1, MPI_INT, 1, 9, kids, MPI_STATUS_IGNORE);
+    printf("FAIL the receive from a dead child returned\n");
+    return 1;
+  }
 
   /* Round 1: every parent spawns 3 children together. */
   char *args_world[] = {"world", NULL};

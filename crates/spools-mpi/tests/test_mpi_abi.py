@@ -98,6 +98,17 @@ def test_spawned_children_meet_their_parents_and_a_failed_spawn_fails_every_pare
     assert job.out.splitlines() == ["ok spawn %d ranks" % n], job
 
 
+@pytest.mark.parametrize("n", [1, 2])
+def test_a_spawned_child_that_dies_ends_the_job_and_leaves_nothing_in_dev_shm(
+        build, spools_run, n):
+    before = {f for f in os.listdir("/dev/shm") if f.startswith("spools-")}
+    job = spools_run(n, build("spawn"), "killed", timeout=60)
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "died" in job.err, job
+    left = {f for f in os.listdir("/dev/shm") if f.startswith("spools-")} - before
+    assert not left, left
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_ports_names_and_joins_connect_groups_and_bad_meetings_fail_every_rank(
         build, spools_run, n):

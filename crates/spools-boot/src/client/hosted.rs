@@ -87,17 +87,20 @@ pub struct HostedJob {
 
 impl HostedJob {
     /// Starts the rendezvous of a new job of `size` ranks, with a fresh secret and id,
-    /// on the address other hosts reach this one at.
+    /// on the address other hosts reach this one at. The id's upper half is `family`'s
+    /// (the job of the process that hosts it), so that the launcher of that job, which
+    /// removes what its jobs leave in `/dev/shm` by that half, removes this job's too.
     ///
     /// # Errors
     /// [`BootError::Io`] when no random source or socket is to be had.
-    pub fn host(size: u32, cfg: &Config) -> Result<HostedJob, BootError> {
+    pub fn host(size: u32, cfg: &Config, family: u64) -> Result<HostedJob, BootError> {
         let secret = Secret::from_bytes(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobSecret)))?,
         );
-        let job = u64::from_le_bytes(
+        let low = u32::from_le_bytes(
             random().map_err(BootError::io(BootStep::Random(RandomFor::JobId)))?,
         );
+        let job = (family & !0xffff_ffff) | u64::from(low);
         let (l, addr) = super::connect::bind_advertised()?;
         let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         let server = RendezvousServer::start(l, size, secret.clone(), keepalive, job, false, None)?;

@@ -83,12 +83,17 @@ impl Port {
 
     /// Waits for a program to connect with this port's secret (connections that fail
     /// the handshake are dropped and the wait goes on), then hosts the new job of this
-    /// side's `mine` processes and the other side's. Returns the job and the other
-    /// side's count.
+    /// side's `mine` processes and the other side's (of `family`: [`HostedJob::host`]).
+    /// Returns the job and the other side's count.
     ///
     /// # Errors
     /// [`PortError`] when the socket fails, or the connected program breaks off.
-    pub fn accept(&self, mine: u32, cfg: &Config) -> Result<(HostedJob, u32), PortError> {
+    pub fn accept(
+        &self,
+        mine: u32,
+        cfg: &Config,
+        family: u64,
+    ) -> Result<(HostedJob, u32), PortError> {
         let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         loop {
             let (mut s, _) = self
@@ -105,7 +110,7 @@ impl Port {
             let Some(size) = mine.checked_add(theirs) else {
                 return Err(PortError::Peer("brings more processes than a job holds"));
             };
-            let job = HostedJob::host(size, cfg)?;
+            let job = HostedJob::host(size, cfg, family)?;
             write_msg(&mut s, job.ticket().to_line().as_bytes())?;
             write_msg(&mut s, &mine.to_le_bytes())?;
             return Ok((job, theirs));
@@ -159,14 +164,15 @@ pub fn connect_port(name: &str, mine: u32, cfg: &Config) -> Result<(JobTicket, u
 }
 
 /// The two ends of `MPI_Comm_join`, each a single process with a connected socket:
-/// both draw a number, the larger hosts the job of two (its rank 0). Returns the ticket,
-/// this side's rank, and the job if this side hosts it.
+/// both draw a number, the larger hosts the job of two (its rank 0, of `family`).
+/// Returns the ticket, this side's rank, and the job if this side hosts it.
 ///
 /// # Errors
 /// [`PortError::Peer`] when the socket fails or the other end is not joining.
 pub fn join_socket(
     s: &mut TcpStream,
     cfg: &Config,
+    family: u64,
 ) -> Result<(JobTicket, u32, Option<HostedJob>), PortError> {
     loop {
         let mine = u64::from_le_bytes(
@@ -183,7 +189,7 @@ pub fn join_socket(
             continue;
         }
         if mine > theirs {
-            let job = HostedJob::host(2, cfg)?;
+            let job = HostedJob::host(2, cfg, family)?;
             write_msg(s, job.ticket().to_line().as_bytes())?;
             return Ok((job.ticket().clone(), 0, Some(job)));
         }
@@ -258,7 +264,8 @@ mod tests {
             assert!(connect_port(&wrong, 3, &Config::default()).is_err());
             connect_port(&name, 3, &Config::default()).unwrap()
         });
-        let (job, theirs) = port.accept(2, &cfg).unwrap();
+        let (job, theirs) = port.accept(2, &cfg, 7 << 32).unwrap();
+        assert_eq!(job.ticket().job >> 32, 7);
         let (ticket, acceptors) = t.join().unwrap();
         assert_eq!((theirs, acceptors), (3, 2));
         assert_eq!(&ticket, job.ticket());
@@ -270,11 +277,11 @@ mod tests {
         let addr = l.local_addr().unwrap();
         let t = std::thread::spawn(move || {
             let mut c = TcpStream::connect(addr).unwrap();
-            let (t, r, h) = join_socket(&mut c, &Config::default()).unwrap();
+            let (t, r, h) = join_socket(&mut c, &Config::default(), 0).unwrap();
             (t, r, h.is_some())
         });
         let (mut s, _) = l.accept().unwrap();
-        let (t0, r0, h0) = join_socket(&mut s, &Config::default()).unwrap();
+        let (t0, r0, h0) = join_socket(&mut s, &Config::default(), 0).unwrap();
         let (t1, r1, h1) = t.join().unwrap();
         assert_eq!(t0, t1);
         assert_eq!(r0 + r1, 1);

@@ -245,7 +245,7 @@ fn meet_over_peer(lc: &CommObj, m: &Meeting<'_>, call: &'static str) -> Result<M
                     .worker()
                     .config()
                     .clone();
-                let line = match HostedJob::host(nl + m.theirs, &cfg) {
+                let line = match HostedJob::host(nl + m.theirs, &cfg, lc.ctx.job) {
                     Ok(j) => {
                         let l = j.ticket().to_line().into_bytes();
                         hosted = Some(j);

@@ -203,7 +203,8 @@ fn meet(
                         .as_ref()
                         .and_then(|m| m.get(name.trim()).cloned())
                         .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
-                    let (job, theirs) = port.accept(p, &cfg).map_err(|e| e.to_string())?;
+                    let (job, theirs) =
+                        port.accept(p, &cfg, c.ctx.job).map_err(|e| e.to_string())?;
                     let t = job.ticket().clone();
                     hosted = Some(job);
                     Ok((t, theirs))
@@ -307,7 +308,7 @@ pub unsafe extern "C" fn MPI_Comm_join(fd: c_int, intercomm: *mut MPI_Comm) -> c
             .worker()
             .config()
             .clone();
-        let (ticket, rank, hosted) = spools::join_socket(&mut s, &cfg)
+        let (ticket, rank, hosted) = spools::join_socket(&mut s, &cfg, rt.ctx.job)
             .map_err(|e| MpiError::invalid(MPI_ERR_PORT, format!("{call}: {e}")))?;
         let sides = Sides {
             local: rank..rank + 1,

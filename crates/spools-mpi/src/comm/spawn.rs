@@ -325,13 +325,14 @@ fn root_start(
     apps: Result<Vec<App>, MpiError>,
     parents: u32,
     cfg: &spools::Config,
+    family: u64,
 ) -> (String, Option<HostedJob>) {
     let apps = match apps {
         Ok(a) => a,
         Err(e) => return (format!("ERR {e}"), None),
     };
     let total: u32 = apps.iter().map(|a| a.count).sum();
-    let job = match HostedJob::host(parents + total, cfg) {
+    let job = match HostedJob::host(parents + total, cfg, family) {
         Ok(j) => j,
         Err(e) => {
             return (
@@ -384,7 +385,7 @@ fn spawn(
         .config()
         .clone();
     let (msg, hosted) = if c.comm.rank() == root {
-        root_start(apps(), p, &cfg)
+        root_start(apps(), p, &cfg, c.ctx.job)
     } else {
         (String::new(), None)
     };
