@@ -94,6 +94,14 @@ def test_module_mpi_f08_typed_handles_optional_ierror_sections_and_io(
 
 
 @pytest.mark.parametrize("n", [1, 2])
+def test_spawn_and_spawn_multiple_from_module_mpi_f08_with_character_arguments(
+        fbuild, spools_run, n):
+    job = spools_run(n, fbuild("spawn.f90"), timeout=120)
+    assert job.code == 0 and "FAIL" not in job.out + job.err, job
+    assert job.out.splitlines() == ["ok spawn f08 %d ranks" % n], job
+
+
+@pytest.mark.parametrize("n", [1, 2])
 def test_attributes_keyvals_and_error_handlers_written_in_fortran(fbuild, spools_run, n):
     job = spools_run(n, fbuild("attrs.f90"))
     assert job.code == 0 and job.out.splitlines() == ["ok attrs"], job
