@@ -68,6 +68,9 @@ struct Shared {
     keepalive: Option<Keepalive>,
     job: u64,
     supervised: bool,
+    /// Whether a rank may leave once it announced that it finalises, without waiting for
+    /// the others (a job that processes join beside their own: [`RendezvousServer::allow_departures`]).
+    departures: std::sync::atomic::AtomicBool,
     st: Mutex<St>,
     final_cv: Condvar,
     events: Mutex<Option<Sender<ServerEvent>>>,
@@ -154,6 +157,7 @@ impl RendezvousServer {
             keepalive,
             job,
             supervised,
+            departures: std::sync::atomic::AtomicBool::new(false),
             st: Mutex::new(St {
                 endpoints: vec![Endpoint::default(); size as usize],
                 writers: (0..size).map(|_| None).collect(),
@@ -231,6 +235,15 @@ impl RendezvousServer {
     /// Whether `rank` finalised.
     pub fn finalized(&self, rank: u32) -> bool {
         self.shared.lock().state.get(rank as usize) == Some(&RankState::Finalized)
+    }
+
+    /// Lets a rank whose connection closes after it announced that it finalises leave
+    /// without ending the job (MPI's `MPI_Comm_disconnect` of a spawned or connected job,
+    /// whose members go on working).
+    pub fn allow_departures(&self) {
+        self.shared
+            .departures
+            .store(true, std::sync::atomic::Ordering::Release);
     }
 
     /// The rank that ended the job and why, if one did (a rank that gave up, or a death
@@ -364,6 +377,7 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
         Ended::Closed if state == RankState::Joined => {
             "its connection closed before it finalised: it exited, crashed or was killed".into()
         }
+        Ended::Closed if sh.departures.load(std::sync::atomic::Ordering::Acquire) => return,
         Ended::Closed if !st.final_sent => {
             "it left the job after finalising but before every rank had: its process ended early"
                 .into()

@@ -305,8 +305,13 @@ static char **argv_in(const char *argv, size_t len, size_t stride, const void *n
     }
     for (size_t i = 0; i < n; i++) {
         c[i] = spools_f_str_in(argv + i * stride, len);
-        if (c[i] == NULL)
+        if (c[i] == NULL) {
+            for (size_t j = 0; j < i; j++)
+                free(c[j]);
+            free(c);
             *ok = 0;
+            return NULL;
+        }
     }
     return c;
 }

@@ -104,6 +104,8 @@ impl HostedJob {
         let (l, addr) = super::connect::bind_advertised()?;
         let keepalive = Keepalive::for_timeout(cfg.net_timeout_s);
         let server = RendezvousServer::start(l, size, secret.clone(), keepalive, job, false, None)?;
+        // Members leave as they disconnect, without waiting for the others.
+        server.allow_departures();
         Ok(HostedJob {
             server,
             ticket: JobTicket { addr, secret, job },

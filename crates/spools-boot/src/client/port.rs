@@ -106,7 +106,10 @@ impl Port {
                 // A stranger, or a connection for something else: not a meeting.
                 _ => continue,
             }
-            let theirs = read_u32(&mut s)?;
+            // A connector that vanished after the handshake: wait for the next one.
+            let Ok(theirs) = read_u32(&mut s) else {
+                continue;
+            };
             let Some(size) = mine.checked_add(theirs) else {
                 return Err(PortError::Peer("brings more processes than a job holds"));
             };

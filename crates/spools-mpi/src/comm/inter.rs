@@ -93,20 +93,29 @@ pub unsafe extern "C" fn MPI_Intercomm_create(
         // parent's MPI_COMM_WORLD, its intercommunicator to its children as the peer).
         // The peer communicator is significant at the leader only: it names the job.
         let local_l = lc.ctx.labels_of(&crate::comm::group::members(&lc)?);
-        let peer = if lc.comm.rank() == leader {
-            Some(comm(peer_comm, call)?)
-        } else {
-            None
-        };
+        let peer = (lc.comm.rank() == leader).then(|| comm(peer_comm, call));
+        // 0: the local communicator's job; u64::MAX: the leader's peer communicator is
+        // not one (every local rank fails, none waits for the leader).
         let mut choice = [0u64];
-        if let Some(pc) = &peer {
-            if !Arc::ptr_eq(&pc.ctx, &lc.ctx) && pc.ctx.jobs_of(&local_l).is_some() {
+        match &peer {
+            Some(Ok(pc))
+                if !Arc::ptr_eq(&pc.ctx, &lc.ctx) && pc.ctx.jobs_of(&local_l).is_some() =>
+            {
                 choice[0] = pc.ctx.job;
             }
+            Some(Err(_)) => choice[0] = u64::MAX,
+            _ => {}
         }
         lc.comm.bcast(&mut choice, leader)?;
+        let peer = peer.transpose()?;
         let w = match choice[0] {
             0 => lc.ctx.clone(),
+            u64::MAX => {
+                return Err(MpiError::invalid(
+                    MPI_ERR_COMM,
+                    format!("{call}: the local leader's peer communicator is not a communicator"),
+                ))
+            }
             id => crate::comm::by_id(id, call)?,
         };
         let local = w.jobs_of(&local_l).ok_or_else(|| {
@@ -241,11 +250,13 @@ fn meet_over_peer(lc: &CommObj, m: &Meeting<'_>, call: &'static str) -> Result<M
             })?;
             let t = crate::p2p::send_tag(m.tag, call)?;
             if m.hosts {
-                let cfg = crate::comm::world_of(&lc.ctx, call)?
-                    .worker()
-                    .config()
-                    .clone();
-                let line = match HostedJob::host(nl + m.theirs, &cfg, lc.ctx.job) {
+                // Any failure here sends an empty line, so that both groups fail.
+                let hosting = crate::comm::world_of(&lc.ctx, call).and_then(|w| {
+                    let family = crate::runtime::rt(call)?.ctx.job;
+                    HostedJob::host(nl + m.theirs, w.worker().config(), family)
+                        .map_err(|e| MpiError::invalid(MPI_ERR_COMM, e.to_string()))
+                });
+                let line = match hosting {
                     Ok(j) => {
                         let l = j.ticket().to_line().into_bytes();
                         hosted = Some(j);

@@ -203,8 +203,9 @@ fn meet(
                         .as_ref()
                         .and_then(|m| m.get(name.trim()).cloned())
                         .ok_or_else(|| format!("{name:?} is not an open port of this process"))?;
-                    let (job, theirs) =
-                        port.accept(p, &cfg, c.ctx.job).map_err(|e| e.to_string())?;
+                    let (job, theirs) = port
+                        .accept(p, &cfg, rt(call).map_err(|e| e.to_string())?.ctx.job)
+                        .map_err(|e| e.to_string())?;
                     let t = job.ticket().clone();
                     hosted = Some(job);
                     Ok((t, theirs))

@@ -385,7 +385,7 @@ fn spawn(
         .config()
         .clone();
     let (msg, hosted) = if c.comm.rank() == root {
-        root_start(apps(), p, &cfg, c.ctx.job)
+        root_start(apps(), p, &cfg, rt(call)?.ctx.job)
     } else {
         (String::new(), None)
     };
@@ -566,8 +566,9 @@ pub unsafe extern "C" fn MPI_Comm_disconnect(comm_p: *mut MPI_Comm) -> c_int {
         return rc;
     }
     // The job's record and this call's hold it; anything more is a communicator or a
-    // request still alive, and the job is left at MPI_Finalize.
-    let r = if !ctx.is_own() && Arc::strong_count(&ctx) == 2 {
+    // request still alive, as is a window or file that holds the job's `World`: the job
+    // is then left at MPI_Finalize.
+    let r = if !ctx.is_own() && Arc::strong_count(&ctx) == 2 && !ctx.world_in_use() {
         ctx.depart()
     } else {
         Ok(())

@@ -168,6 +168,16 @@ impl WorldCtx {
         }
     }
 
+    /// Whether something beyond this record holds the job's `World` (a window or a
+    /// file on one of its communicators).
+    pub(crate) fn world_in_use(&self) -> bool {
+        self.world
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|w| Arc::strong_count(w) > 1)
+    }
+
     /// Whether this process left the job.
     pub(crate) fn left(&self) -> bool {
         self.left.load(Ordering::Acquire)
@@ -181,6 +191,10 @@ impl WorldCtx {
             let s = h.server();
             while !s.job_finalized() && s.abort_record().is_none() {
                 s.wait_final_sent(std::time::Duration::from_millis(200));
+            }
+            // An abort reaches every member before the rendezvous goes with this process.
+            if s.abort_record().is_some() {
+                s.wait_abort_sent(std::time::Duration::from_secs(2));
             }
         }
     }
