@@ -61,8 +61,11 @@ class Proc:
         self.lines = queue.Queue()
         self.out = []
         self.err = []
+        self.readers = []
         for stream, keep in ((self.p.stderr, self.err), (self.p.stdout, self.out)):
-            threading.Thread(target=self._read, args=(stream, keep), daemon=True).start()
+            t = threading.Thread(target=self._read, args=(stream, keep), daemon=True)
+            t.start()
+            self.readers.append(t)
 
     def _read(self, stream, keep):
         for line in stream:
@@ -85,11 +88,17 @@ class Proc:
                 return m
 
     def wait(self, timeout=TIMEOUT):
+        """The exit status, once the process ended and its output was read to the end (the
+        readers finish at end of file: an exited process's last lines are in `err` and
+        `out`, not still in the pipe)."""
         try:
-            return self.p.wait(timeout=timeout)
+            code = self.p.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             self.kill()
             raise AssertionError(f"{self.args} did not end within {timeout} s")
+        for t in self.readers:
+            t.join(timeout=timeout)
+        return code
 
     def kill(self):
         if self.p.poll() is None:
