@@ -10,7 +10,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
 use spools_proto::auth::Secret;
-use spools_proto::boot::{CollOp, Endpoint, ToRank, ToServer};
+use spools_proto::boot::{CollOp, Endpoint, SpawnProc, ToRank, ToServer, NOT_A_LAUNCHER};
 use spools_proto::handshake::Purpose;
 
 use crate::admission::{Admission, Ticket, ACCEPT_TIMEOUT};
@@ -34,6 +34,16 @@ pub enum ServerEvent {
         rank: u32,
         /// Why, in its words.
         cause: String,
+    },
+    /// A rank asks the launcher to start processes ([`ToServer::Spawn`]); the launcher
+    /// answers through [`RendezvousServer::tell`].
+    Spawn {
+        /// The rank that asks.
+        rank: u32,
+        /// Its request's number.
+        id: u32,
+        /// The processes.
+        procs: Vec<SpawnProc>,
     },
 }
 
@@ -237,6 +247,13 @@ impl RendezvousServer {
         self.shared.lock().state.get(rank as usize) == Some(&RankState::Finalized)
     }
 
+    /// Sends `msg` to `rank` if it is still connected (the launcher's answers to
+    /// [`ServerEvent::Spawn`]); a rank that is gone is not told.
+    pub fn tell(&self, rank: u32, msg: &ToRank) {
+        let mut st = self.shared.lock();
+        send_to(&mut st, rank as usize, msg);
+    }
+
     /// Lets a rank whose connection closes after it announced that it finalises leave
     /// without ending the job (MPI's `MPI_Comm_disconnect` of a spawned or connected job,
     /// whose members go on working).
@@ -360,6 +377,7 @@ fn serve(sh: &Arc<Shared>, mut conn: TcpStream, ticket: Ticket) {
                 cause,
             })) if culprit < sh.size => blame(sh, culprit, &cause),
             Ok(Some(ToServer::Blame { .. })) => {}
+            Ok(Some(ToServer::Spawn { id, procs })) => spawn_request(sh, rank, id, procs),
             Ok(Some(ToServer::Join { .. })) | Ok(None) | Err(_) => break Ended::Closed,
         }
     };
@@ -456,6 +474,26 @@ fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
         CollOp::Allgather => parts.into_iter().map(|(_, d)| d).collect(),
     };
     broadcast(&mut st, None, &ToRank::Collective { seq, parts: result });
+}
+
+/// Hands a request to start processes to the launcher, or, for a server no launcher
+/// hosts (rank 0's, a spawn's own), refuses it at once ([`NOT_A_LAUNCHER`]).
+fn spawn_request(sh: &Shared, rank: u32, id: u32, procs: Vec<SpawnProc>) {
+    let hosted = sh.supervised
+        && sh
+            .events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_some();
+    if hosted {
+        sh.event(ServerEvent::Spawn { rank, id, procs });
+    } else {
+        let msg = ToRank::Spawned {
+            id,
+            refused: Some(NOT_A_LAUNCHER.into()),
+        };
+        send_to(&mut sh.lock(), rank as usize, &msg);
+    }
 }
 
 /// Ends the job in `rank`'s name because another rank found it at fault.

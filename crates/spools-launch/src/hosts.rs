@@ -148,14 +148,41 @@ pub(crate) struct RankCommand {
 /// with hosts, the agent for its host with the variables on its command line (the secret
 /// in the agent's environment or on its standard input).
 pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]) -> RankCommand {
-    let Some((plan, host)) = spec
-        .hosts
-        .as_ref()
-        .and_then(|p| Some((p, p.host_of(rank)?)))
-    else {
-        let mut cmd = Command::new(&spec.program);
-        cmd.args(&spec.args);
+    let plan = spec.hosts.as_ref();
+    let host = plan.and_then(|p| p.host_of(rank));
+    command_on(
+        plan.zip(host),
+        Program {
+            program: &spec.program,
+            args: &spec.args,
+            wdir: None,
+        },
+        vars,
+    )
+}
+
+/// What a process runs: its program, arguments and working directory (`None`: the
+/// launcher's).
+pub(crate) struct Program<'a> {
+    pub(crate) program: &'a OsStr,
+    pub(crate) args: &'a [OsString],
+    pub(crate) wdir: Option<&'a std::path::Path>,
+}
+
+/// The command that starts `what` with `vars`: on this host (`on` is `None`), or through
+/// the plan's agent on the host named (see [`rank_command`]).
+pub(crate) fn command_on(
+    on: Option<(&HostPlan, &str)>,
+    what: Program<'_>,
+    vars: &[(&str, String)],
+) -> RankCommand {
+    let Some((plan, host)) = on else {
+        let mut cmd = Command::new(what.program);
+        cmd.args(what.args);
         cmd.envs(vars.iter().map(|(k, v)| (k, v)));
+        if let Some(w) = what.wdir {
+            cmd.current_dir(w);
+        }
         return RankCommand { cmd, stdin: None };
     };
     let secret = vars.iter().find(|(k, _)| *k == SECRET_VAR).map(|(_, v)| v);
@@ -178,14 +205,18 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
             words.push(kv);
         }
     }
-    words.push(spec.program.clone());
-    words.extend(spec.args.iter().cloned());
+    words.push(what.program.to_owned());
+    words.extend(what.args.iter().cloned());
     let shell_line = || {
         let mut line = OsString::new();
         if secret.is_some() {
             line.push("read -r SPOOLS_SECRET && export SPOOLS_SECRET && ");
         }
-        if let Ok(dir) = std::env::current_dir() {
+        if let Some(dir) = what
+            .wdir
+            .map(std::path::Path::to_path_buf)
+            .or_else(|| std::env::current_dir().ok())
+        {
             line.push("cd ");
             line.push(shell_quote(dir.as_os_str()));
             line.push(" && ");
@@ -220,6 +251,10 @@ pub(crate) fn rank_command(spec: &LaunchSpec, rank: u32, vars: &[(&str, String)]
     let mut argv = argv.into_iter();
     let mut cmd = Command::new(argv.next().unwrap_or_default());
     cmd.args(argv);
+    // An agent that execs its arguments passes its own directory on.
+    if let (Some(w), false) = (what.wdir, through_shell) {
+        cmd.current_dir(w);
+    }
     let stdin = match secret {
         Some(s) if through_shell => Some(format!("{s}\n").into_bytes()),
         Some(s) => {

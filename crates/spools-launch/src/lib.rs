@@ -5,6 +5,7 @@
 //! A crate of its own so that no rank links it: only the command-line tool and the test
 //! kit, which start jobs, depend on it; a rank needs only `spools-boot` to join one.
 
+mod children;
 pub mod cpus;
 pub mod hosts;
 mod output;
@@ -166,6 +167,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
             }
         }
     }
+    // For the processes ranks ask for (the server's event thread keeps its own).
+    let child_tx = tx.clone();
     drop(tx);
     let mut sup = Supervisor {
         grace: spec.grace,
@@ -179,6 +182,8 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         lost: Vec::new(),
         server,
         places: (0..n).map(|r| hosts::place(spec, r)).collect(),
+        children: Vec::new(),
+        requests: 0,
     };
     if let Some(e) = spawn_error {
         sup.stop_all();
@@ -190,13 +195,17 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
     for ev in held {
         match ev {
             Event::Exited(rank, status) => sup.on_exit(rank, status),
+            Event::ChildExited(slot, status) => sup.on_child_exit(slot, status),
             Event::Server(ServerEvent::Lost(rank)) => sup.lost.push((rank, Instant::now())),
             Event::Server(ServerEvent::Aborted { rank, cause }) => sup.on_abort(rank, &cause),
+            Event::Server(ServerEvent::Spawn { rank, id, procs }) => {
+                sup.on_spawn(spec, (rank, id, procs), &child_tx, &mut forwarders)
+            }
             Event::Server(_) | Event::Signal(_) => {}
         }
     }
     let deadline = spec.timeout.map(|t| started + t);
-    while sup.exited.iter().any(|e| !e) {
+    while !sup.all_ended() {
         let now = Instant::now();
         let mut wake = now + Duration::from_secs(3600);
         if let Some(k) = sup.kill_at {
@@ -213,8 +222,12 @@ pub fn launch(spec: &LaunchSpec) -> Result<LaunchReport, LaunchError> {
         }
         match rx.recv_timeout(wake.saturating_duration_since(now)) {
             Ok(Event::Exited(rank, status)) => sup.on_exit(rank, status),
+            Ok(Event::ChildExited(slot, status)) => sup.on_child_exit(slot, status),
             Ok(Event::Server(ServerEvent::Lost(rank))) => sup.lost.push((rank, Instant::now())),
             Ok(Event::Server(ServerEvent::Aborted { rank, cause })) => sup.on_abort(rank, &cause),
+            Ok(Event::Server(ServerEvent::Spawn { rank, id, procs })) => {
+                sup.on_spawn(spec, (rank, id, procs), &child_tx, &mut forwarders)
+            }
             Ok(Event::Server(_)) => {}
             Ok(Event::Signal(sig)) => {
                 if sup.failure.is_none() {

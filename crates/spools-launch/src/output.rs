@@ -1,6 +1,6 @@
 //! A rank's output, forwarded as whole lines: each rank's standard output and error come
 //! to the launcher through pipes of their own, and one thread per pipe writes whole lines
-//! (each prefixed by `[rank] ` with `--tag-output`) to the launcher's own stream, every
+//! (each prefixed by `[rank] ` with `--tag-output`, `[spawn,i] ` for a spawned process) to the launcher's own stream, every
 //! line within one write (the lines of one read go out in one write), so that concurrent
 //! ranks' lines never mix inside a line, whatever pieces the ranks wrote them in. A last
 //! line without a newline goes out when the rank closes the stream (at its exit). A line
@@ -196,19 +196,19 @@ fn tagged(prefix: &[u8], piece: Piece<'_>, last: bool) -> Vec<u8> {
     out
 }
 
-/// Writes `piece` to `to` in one write on the locked stream, [`tagged`] with `[rank] `
+/// Writes `piece` to `to` in one write on the locked stream, [`tagged`] with `[TAG] `
 /// when `tag` is given (`last`: the end of the rank's stream).
 fn write_piece(
     to: OutputFd,
-    tag: Option<u32>,
+    tag: Option<&str>,
     piece: Piece<'_>,
     last: bool,
 ) -> std::io::Result<()> {
     let with_tag;
     let bytes = match tag {
         None => piece.bytes,
-        Some(rank) => {
-            with_tag = tagged(format!("[{rank}] ").as_bytes(), piece, last);
+        Some(tag) => {
+            with_tag = tagged(format!("[{tag}] ").as_bytes(), piece, last);
             &with_tag
         }
     };
@@ -256,7 +256,7 @@ fn readable_within(fd: &impl AsFd, limit: Duration) -> bool {
 pub(crate) fn forward(
     mut from: impl Read + AsFd + Send + 'static,
     to: OutputFd,
-    tag: Option<u32>,
+    tag: Option<String>,
     pid: u32,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
@@ -267,7 +267,7 @@ pub(crate) fn forward(
         .spawn(move || {
             let mut split = LineSplitter::new(MAX_LINE);
             let mut buf = vec![0u8; MAX_LINE];
-            let mut emit = |p: Piece<'_>| write_piece(to, tag, p, false);
+            let mut emit = |p: Piece<'_>| write_piece(to, tag.as_deref(), p, false);
             loop {
                 if split.holds() && !readable_within(&from, IDLE) {
                     // A prompt, or a rank waiting in the middle of a line; a busy rank
@@ -291,7 +291,7 @@ pub(crate) fn forward(
                     return;
                 }
             }
-            let _ = split.flush(&mut |p| write_piece(to, tag, p, true));
+            let _ = split.flush(&mut |p| write_piece(to, tag.as_deref(), p, true));
         })
 }
 

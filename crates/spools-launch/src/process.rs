@@ -20,6 +20,8 @@ use spools_boot::BootStep;
 pub(crate) enum Event {
     /// A rank's process ended.
     Exited(u32, ExitStatus),
+    /// A process a rank asked for ended (its slot in `Supervisor::children`).
+    ChildExited(usize, ExitStatus),
     /// The rendezvous server saw something (a lost connection, an abort).
     Server(ServerEvent),
     /// The launcher received a signal.
@@ -179,7 +181,7 @@ pub(crate) fn spawn_rank(
         let _ = std::io::Write::write_all(&mut input, &bytes);
     }
     let pid = child.id();
-    let tag = spec.tag_output.then_some(rank);
+    let tag = spec.tag_output.then(|| rank.to_string());
     let forwarding = |f: std::io::Result<std::thread::JoinHandle<()>>| {
         f.map_err(|source| LaunchError::Io {
             step: BootStep::Thread {
@@ -192,7 +194,7 @@ pub(crate) fn spawn_rank(
         child
             .stdout
             .take()
-            .map(|o| forward(o, OutputFd::Stdout, tag, pid)),
+            .map(|o| forward(o, OutputFd::Stdout, tag.clone(), pid)),
         child
             .stderr
             .take()

@@ -4,9 +4,12 @@
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
+use crate::children::{Request, Spawned};
 use crate::process::{code_of, describe, kill_rank, Event};
 use crate::procfs::is_stopped;
+use crate::spec::LaunchSpec;
 use spools_boot::server::RendezvousServer;
+use spools_proto::boot::{SpawnProc, ToRank};
 
 pub(crate) struct Supervisor {
     pub(crate) grace: Duration,
@@ -23,6 +26,10 @@ pub(crate) struct Supervisor {
     pub(crate) server: RendezvousServer,
     /// Per rank, `" on host NAME"` in a multi-host job (for messages), else empty.
     pub(crate) places: Vec<String>,
+    /// The processes ranks asked for (`children.rs`), by slot.
+    pub(crate) children: Vec<Spawned>,
+    /// How many requests for processes came.
+    pub(crate) requests: u32,
 }
 
 impl Supervisor {
@@ -62,6 +69,85 @@ impl Supervisor {
         } else if !self.server.joined(rank) && self.server.mark_gone(rank) {
             self.fail(rank, "exited before joining the job".into(), 1);
         }
+    }
+
+    /// Whether every rank and every process they asked for has exited.
+    pub(crate) fn all_ended(&self) -> bool {
+        self.exited.iter().all(|e| *e) && self.children.iter().all(|c| c.exited)
+    }
+
+    /// Rank `rank` asks for processes (request `id`): starts them, and answers it.
+    pub(crate) fn on_spawn(
+        &mut self,
+        spec: &LaunchSpec,
+        (rank, id, procs): (u32, u32, Vec<SpawnProc>),
+        tx: &std::sync::mpsc::Sender<Event>,
+        forwarders: &mut Vec<std::thread::JoinHandle<()>>,
+    ) {
+        let refused = if self.failure.is_some() {
+            Some("the job is ending".to_string())
+        } else {
+            self.requests += 1;
+            let req = Request {
+                requester: rank,
+                id,
+                number: self.requests,
+                procs,
+            };
+            let (started, error) =
+                crate::children::start(spec, &req, self.children.len(), tx, forwarders);
+            let failed = error.is_some();
+            for mut c in started {
+                if failed {
+                    // None of a request runs unless all do.
+                    c.abandoned = true;
+                    kill_rank(usize::MAX, c.pid, libc::SIGKILL);
+                }
+                self.children.push(c);
+            }
+            error
+        };
+        self.server.tell(rank, &ToRank::Spawned { id, refused });
+    }
+
+    /// A process a rank asked for ended: the rank is told; one that failed ends the job
+    /// in that rank's name, as a rank that fails does.
+    pub(crate) fn on_child_exit(&mut self, slot: usize, status: ExitStatus) {
+        let Some(c) = self.children.get_mut(slot) else {
+            return;
+        };
+        c.exited = true;
+        if c.abandoned {
+            return;
+        }
+        let how = describe(status);
+        let (rank, index) = (c.requester, c.index);
+        let what = format!("spawned process {index} ({}){}", c.program, c.place);
+        self.server.tell(
+            rank,
+            &ToRank::SpawnExit {
+                id: c.id,
+                index,
+                success: status.success(),
+                how: how.clone(),
+            },
+        );
+        if self.failure.is_none() {
+            if let Some((r, cause)) = self.server.abort_record() {
+                self.on_abort(r, &cause);
+            }
+        }
+        if self.failure.is_some() || status.success() {
+            return;
+        }
+        spools_boot::logger::warn(format_args!(
+            "spools run: rank {rank}'s {what} {how}; stopping the job"
+        ));
+        let cause = format!("its {what} {how}");
+        self.server.abort(rank, &cause);
+        self.failure = Some((rank, cause));
+        self.exit_code = code_of(status);
+        self.kill_at = Some(Instant::now() + self.grace);
     }
 
     /// A rank ended the job itself (an error it returned, a panic, an explicit abort):
@@ -147,17 +233,22 @@ impl Supervisor {
                 kill_rank(r, *pid, libc::SIGKILL);
             }
         }
+        for c in self.children.iter().filter(|c| !c.exited) {
+            // Each has a process group of its own (`usize::MAX`: not rank 0).
+            kill_rank(usize::MAX, c.pid, libc::SIGKILL);
+        }
     }
 
     pub(crate) fn reap(&mut self, rx: &std::sync::mpsc::Receiver<Event>, held: Vec<Event>) {
-        let spawned = self.pids.iter().filter(|p| p.is_some()).count();
+        let spawned = self.pids.iter().filter(|p| p.is_some()).count()
+            + self.children.iter().filter(|c| !c.exited).count();
         let mut seen = held
             .iter()
-            .filter(|e| matches!(e, Event::Exited(..)))
+            .filter(|e| matches!(e, Event::Exited(..) | Event::ChildExited(..)))
             .count();
         while seen < spawned {
             match rx.recv_timeout(Duration::from_secs(5)) {
-                Ok(Event::Exited(..)) => seen += 1,
+                Ok(Event::Exited(..) | Event::ChildExited(..)) => seen += 1,
                 Ok(_) => {}
                 Err(_) => return,
             }

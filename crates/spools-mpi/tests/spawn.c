@@ -9,9 +9,15 @@
  * Prints "ok spawn N ranks" on rank 0 of the parents.
  * With argument "killed": the parents spawn 2 children, child 1 kills itself (SIGKILL)
  * once it has joined, and the parents' receive from it must end the job (the test
- * checks the job's exit and that nothing is left in /dev/shm). */
+ * checks the job's exit and that nothing is left in /dev/shm).
+ * With arguments "hosts HOST": the parents spawn 4 children, which say hello (output the
+ * launcher forwards) and send their host names to parent 0, which prints them in child
+ * order ("spawned on A,B,C,D"); then one child on HOST (the info key "host"), whose host
+ * parent 0 prints ("named host: H"); a host that is not the job's fails with
+ * MPI_ERR_SPAWN on every parent. */
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 #include "check.h"
 
 static int class_of(int rc) {
@@ -38,7 +44,13 @@ static int child(MPI_Comm parent, const char *round) {
     MPI_Recv(&x, 1, MPI_INT, 0, 9, parent, MPI_STATUS_IGNORE);
     return 1;
   }
-  if (strcmp(round, "world") == 0) {
+  if (strcmp(round, "where") == 0) {
+    char host[64] = {0};
+    gethostname(host, sizeof host - 1);
+    printf("hello from child %d\n", rank);
+    fflush(stdout);
+    OK(MPI_Send(host, 64, MPI_CHAR, 0, 5, parent));
+  } else if (strcmp(round, "world") == 0) {
     CHECK(size == 3, "children's world has %d", size);
     /* From every parent, its rank; to every parent, this child's rank * 10. */
     for (int p = 0; p < psize; p++) {
@@ -109,6 +121,45 @@ int main(int argc, char **argv) {
     MPI_Recv(&x, 1, MPI_INT, 1, 9, kids, MPI_STATUS_IGNORE);
     printf("FAIL the receive from a dead child returned\n");
     return 1;
+  }
+
+  if (argc > 2 && strcmp(argv[1], "hosts") == 0) {
+    char *args_where[] = {"where", NULL};
+    MPI_Comm kids;
+    char host[64];
+    OK(MPI_Comm_spawn(argv[0], args_where, 4, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &kids,
+                      MPI_ERRCODES_IGNORE));
+    if (rank == 0) {
+      printf("spawned on");
+      for (int c = 0; c < 4; c++) {
+        OK(MPI_Recv(host, 64, MPI_CHAR, c, 5, kids, MPI_STATUS_IGNORE));
+        printf("%s%s", c ? "," : " ", host);
+      }
+      printf("\n");
+    }
+    OK(MPI_Comm_disconnect(&kids));
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "host", argv[2]));
+    OK(MPI_Comm_spawn(argv[0], args_where, 1, info, 0, MPI_COMM_WORLD, &kids,
+                      MPI_ERRCODES_IGNORE));
+    if (rank == 0) {
+      OK(MPI_Recv(host, 64, MPI_CHAR, 0, 5, kids, MPI_STATUS_IGNORE));
+      printf("named host: %s\n", host);
+    }
+    OK(MPI_Comm_disconnect(&kids));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    OK(MPI_Info_set(info, "host", "spools-no-such-host"));
+    int rc = MPI_Comm_spawn(argv[0], args_where, 1, info, 0, MPI_COMM_WORLD, &kids,
+                            MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "a host not the job's: rc %d class %d", rc,
+          class_of(rc));
+    OK(MPI_Info_free(&info));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) printf("ok spawn-hosts %d ranks\n", size);
+    fflush(stdout);
+    OK(MPI_Finalize());
+    return 0;
   }
 
   /* Round 1: every parent spawns 3 children together. */

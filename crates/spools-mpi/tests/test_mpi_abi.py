@@ -3,6 +3,7 @@ under `spools run` (see conftest.py)."""
 
 import json
 import os
+import socket
 import re
 import struct
 import subprocess
@@ -107,6 +108,36 @@ def test_a_spawned_child_that_dies_ends_the_job_and_leaves_nothing_in_dev_shm(
     assert "died" in job.err, job
     left = {f for f in os.listdir("/dev/shm") if f.startswith("spools-")} - before
     assert not left, left
+
+
+def test_spawned_children_run_on_the_jobs_hosts_and_their_output_is_forwarded_tagged(
+        build, spools_run, hosts):
+    # Under --hosts, spools run starts the children through its agent, spread as the
+    # ranks are (child i on rank i's host) or on the host the info key "host" names; a
+    # host that is not the job's fails with MPI_ERR_SPAWN on every parent; the children's
+    # output is forwarded tagged [spawn,child] (tests/spawn.c "hosts").
+    net = hosts(2)
+    job = spools_run(2, build("spawn"), "hosts", "h2", timeout=120,
+                     opts=["--tag-output", *net.run_args("h1:1,h2:1")])
+    assert job.code == 0 and "FAIL" not in job.err, job
+    lines = job.out.splitlines()
+    assert "[0] spawned on h1,h2,h1,h2" in lines, job
+    assert "[0] named host: h2" in lines, job
+    hellos = sorted(l for l in lines if "hello" in l)
+    want = sorted(["[1,%d] hello from child %d" % (i, i) for i in range(4)]
+                  + ["[2,0] hello from child 0"])
+    assert hellos == want, job
+    assert lines[-1] == "[0] ok spawn-hosts 2 ranks", job
+
+
+def test_spawned_children_of_a_job_on_this_host_take_its_name_and_no_other(
+        build, spools_run):
+    job = spools_run(2, build("spawn"), "hosts", "localhost", timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    lines = [l for l in job.out.splitlines() if not l.startswith("hello")]
+    me = socket.gethostname()
+    assert lines == ["spawned on %s" % ",".join([me] * 4), "named host: %s" % me,
+                     "ok spawn-hosts 2 ranks"], job
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])

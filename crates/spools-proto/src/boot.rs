@@ -12,7 +12,10 @@
 //!   finalised;
 //! - [`ToServer::Abort`] ends the job on behalf of a failing rank;
 //! - [`ToRank::Abort`] tells a rank that another rank died or gave up, and why (the
-//!   watchdog).
+//!   watchdog);
+//! - [`ToServer::Spawn`] asks the launcher (`spools run`) to start processes
+//!   ([`SpawnProc`]: MPI's `MPI_Comm_spawn`); [`ToRank::Spawned`] answers once they are
+//!   started (or why not), and [`ToRank::SpawnExit`] tells the asking rank when each ends.
 //!
 //! ```
 //! use spools_proto::boot::{decode_frame, Endpoint, Frame, ToServer};
@@ -27,12 +30,17 @@
 //! ```
 
 use crate::codec::{put_bytes, put_u32, put_u64, Reader};
+pub use crate::spawn::{SpawnProc, MAX_SPAWN_PROCS, MAX_SPAWN_TEXT, MAX_SPAWN_WORDS};
 use crate::WireError;
 
 /// Largest bootstrap frame accepted (the runtime's allgather carries small tables).
 pub const MAX_FRAME: usize = 64 << 20;
 /// Longest text field.
 pub const MAX_TEXT: usize = 4096;
+/// [`ToRank::Spawned`]'s refusal from a rendezvous server that no launcher hosts (rank
+/// 0's under a foreign launcher, or a spawned job's own): the asking rank starts the
+/// processes some other way.
+pub const NOT_A_LAUNCHER: &str = "this job's rendezvous has no launcher to start processes";
 /// Most ranks a job may have.
 pub const MAX_RANKS: u32 = 1 << 20;
 
@@ -111,6 +119,14 @@ pub enum ToServer {
         /// Why, in words, for the other ranks' errors.
         cause: String,
     },
+    /// Start these processes (the launcher answers with [`ToRank::Spawned`]; a server
+    /// that is not a launcher's refuses).
+    Spawn {
+        /// The request's number, chosen by the rank, repeated in the answers.
+        id: u32,
+        /// The processes.
+        procs: Vec<SpawnProc>,
+    },
 }
 
 /// Messages from the rendezvous server to a rank.
@@ -155,6 +171,24 @@ pub enum ToRank {
     Refused {
         /// Why.
         reason: String,
+    },
+    /// The answer to [`ToServer::Spawn`]: every process started, or none (why not).
+    Spawned {
+        /// The request's number.
+        id: u32,
+        /// Why none was started; `None`: all were.
+        refused: Option<String>,
+    },
+    /// A process this rank asked for ([`ToServer::Spawn`]) ended.
+    SpawnExit {
+        /// The request's number.
+        id: u32,
+        /// Which of its processes.
+        index: u32,
+        /// Whether it exited with status 0.
+        success: bool,
+        /// How it ended, in words.
+        how: String,
     },
 }
 
@@ -325,6 +359,10 @@ impl Frame for ToServer {
                 put_u32(v, *rank);
                 put_bytes(v, cause.as_bytes());
             }),
+            ToServer::Spawn { id, procs } => framed(6, |v| {
+                put_u32(v, *id);
+                crate::spawn::put_procs(v, procs);
+            }),
         }
     }
 
@@ -362,6 +400,10 @@ impl Frame for ToServer {
             5 => ToServer::Blame {
                 rank: r.u32()?,
                 cause: r.string("blame cause", MAX_TEXT)?,
+            },
+            6 => ToServer::Spawn {
+                id: r.u32()?,
+                procs: crate::spawn::procs(&mut r)?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };
@@ -401,6 +443,27 @@ impl Frame for ToRank {
                 put_u32(v, *rank);
                 put_counts(v, collectives);
                 put_u64(v, *sent_to_you);
+            }),
+            ToRank::Spawned { id, refused } => framed(7, |v| {
+                put_u32(v, *id);
+                match refused {
+                    None => v.push(0),
+                    Some(why) => {
+                        v.push(1);
+                        put_bytes(v, why.as_bytes());
+                    }
+                }
+            }),
+            ToRank::SpawnExit {
+                id,
+                index,
+                success,
+                how,
+            } => framed(8, |v| {
+                put_u32(v, *id);
+                put_u32(v, *index);
+                v.push(u8::from(*success));
+                put_bytes(v, how.as_bytes());
             }),
         }
     }
@@ -446,6 +509,34 @@ impl Frame for ToRank {
                 rank: r.u32()?,
                 collectives: counts(&mut r)?,
                 sent_to_you: r.u64()?,
+            },
+            7 => ToRank::Spawned {
+                id: r.u32()?,
+                refused: match r.u8()? {
+                    0 => None,
+                    1 => Some(r.string("spawn refusal", MAX_TEXT)?),
+                    k => {
+                        return Err(WireError::Invalid {
+                            what: "spawn answer",
+                            value: u64::from(k),
+                        })
+                    }
+                },
+            },
+            8 => ToRank::SpawnExit {
+                id: r.u32()?,
+                index: r.u32()?,
+                success: match r.u8()? {
+                    0 => false,
+                    1 => true,
+                    k => {
+                        return Err(WireError::Invalid {
+                            what: "spawned process's exit",
+                            value: u64::from(k),
+                        })
+                    }
+                },
+                how: r.string("spawned process's end", MAX_TEXT)?,
             },
             k => return Err(WireError::UnknownKind(k)),
         };

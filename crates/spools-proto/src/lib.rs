@@ -30,6 +30,7 @@ mod codec;
 mod error;
 pub mod framebuffer;
 pub mod handshake;
+mod spawn;
 pub mod stream;
 
 pub use error::WireError;

@@ -688,13 +688,13 @@ fn invalid_utf8_and_unknown_tags_are_rejected() {
         decode_frame::<ToRank>(&b),
         Err(WireError::NotUtf8("refusal reason"))
     );
-    for tag in [0u8, 6, 0xff] {
+    for tag in [0u8, 7, 0xff] {
         assert_eq!(
             ToServer::decode_body(&[tag]),
             Err(WireError::UnknownKind(tag))
         );
     }
-    for tag in [0u8, 7, 0xff] {
+    for tag in [0u8, 9, 0xff] {
         assert_eq!(
             ToRank::decode_body(&[tag]),
             Err(WireError::UnknownKind(tag))
@@ -754,4 +754,67 @@ fn invalid_utf8_and_unknown_tags_are_rejected() {
     .write(&mut s);
     s[0] = 2;
     assert_eq!(Short::read(&s), Err(WireError::UnknownKind(2)));
+}
+
+/// A spawn request that announces more processes, arguments or variables than its bytes
+/// can hold is refused before anything is allocated for them, and flags other than 0 and
+/// 1 are refused (the encoding stays canonical).
+#[test]
+fn spawn_counts_beyond_the_bytes_and_odd_flags_are_refused() {
+    use spools_proto::boot::{SpawnProc, MAX_SPAWN_PROCS};
+    // Tag, id, then a count of processes the two bytes after it cannot hold.
+    let mut b = vec![6u8, 1, 0, 0, 0];
+    b.extend_from_slice(&1000u32.to_le_bytes());
+    b.extend_from_slice(&[0, 0]);
+    assert!(matches!(
+        ToServer::decode_body(&b),
+        Err(WireError::Truncated { .. })
+    ));
+    let mut b = vec![6u8, 1, 0, 0, 0];
+    b.extend_from_slice(&(MAX_SPAWN_PROCS + 1).to_le_bytes());
+    assert!(matches!(
+        ToServer::decode_body(&b),
+        Err(WireError::TooLong { .. })
+    ));
+    // One process whose argument count is far beyond its bytes.
+    let one = ToServer::Spawn {
+        id: 3,
+        procs: vec![SpawnProc {
+            program: "p".into(),
+            ..SpawnProc::default()
+        }],
+    }
+    .encode();
+    let mut body = one[4..].to_vec();
+    // tag, id, count, program (4 + 1): the argument count follows.
+    let at = 1 + 4 + 4 + 5;
+    body[at..at + 4].copy_from_slice(&4000u32.to_le_bytes());
+    assert!(matches!(
+        ToServer::decode_body(&body),
+        Err(WireError::Truncated { .. })
+    ));
+    // The answers' flags.
+    let mut b = ToRank::Spawned {
+        id: 1,
+        refused: None,
+    }
+    .encode();
+    let n = b.len();
+    b[n - 1] = 2;
+    assert!(matches!(
+        decode_frame::<ToRank>(&b),
+        Err(WireError::Invalid { .. })
+    ));
+    let mut b = ToRank::SpawnExit {
+        id: 1,
+        index: 0,
+        success: true,
+        how: String::new(),
+    }
+    .encode();
+    b[4 + 1 + 8] = 7;
+    assert!(matches!(
+        decode_frame::<ToRank>(&b),
+        Err(WireError::Invalid { .. })
+    ));
 }

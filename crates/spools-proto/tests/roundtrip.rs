@@ -10,7 +10,7 @@ use spools_proto::am::{
     StatusOp, SHORT_LEN,
 };
 use spools_proto::boot::{
-    decode_frame, CollOp, Endpoint, Frame, ToRank, ToServer, MAX_RANKS, MAX_TEXT,
+    decode_frame, CollOp, Endpoint, Frame, SpawnProc, ToRank, ToServer, MAX_RANKS, MAX_TEXT,
 };
 
 mod common;
@@ -189,6 +189,23 @@ fn coll_op() -> impl Strategy<Value = CollOp> {
     ]
 }
 
+fn spawn_proc() -> impl Strategy<Value = SpawnProc> {
+    (
+        text(30),
+        prop::collection::vec(text(20), 0..=4),
+        prop::collection::vec((text(10), text(30)), 0..=4),
+        text(20),
+        text(10),
+    )
+        .prop_map(|(program, args, env, wdir, host)| SpawnProc {
+            program,
+            args,
+            env,
+            wdir,
+            host,
+        })
+}
+
 fn to_server() -> impl Strategy<Value = ToServer> {
     prop_oneof![
         (any::<u32>(), 0..=MAX_RANKS, endpoint()).prop_map(|(rank, size, endpoint)| {
@@ -210,6 +227,8 @@ fn to_server() -> impl Strategy<Value = ToServer> {
             .prop_map(|(collectives, sent)| ToServer::Finalize { collectives, sent }),
         text(60).prop_map(|cause| ToServer::Abort { cause }),
         (any::<u32>(), text(60)).prop_map(|(rank, cause)| ToServer::Blame { rank, cause }),
+        (any::<u32>(), prop::collection::vec(spawn_proc(), 0..=3))
+            .prop_map(|(id, procs)| ToServer::Spawn { id, procs }),
     ]
 }
 
@@ -232,6 +251,16 @@ fn to_rank() -> impl Strategy<Value = ToRank> {
                 collectives,
                 sent_to_you
             }),
+        (any::<u32>(), prop::option::of(text(60)))
+            .prop_map(|(id, refused)| ToRank::Spawned { id, refused }),
+        (any::<u32>(), any::<u32>(), any::<bool>(), text(60)).prop_map(
+            |(id, index, success, how)| ToRank::SpawnExit {
+                id,
+                index,
+                success,
+                how
+            }
+        ),
     ]
 }
 

@@ -53,7 +53,9 @@ pub use spools_am::{
     ActiveMessage, AmError, Channel, Delivery, Endpoint, HandlerId, Interrupt, Region, RegionKey,
     Route, Worker,
 };
-pub use spools_boot::client::{connect_port, join_socket, HostedJob, JobTicket, Port, PortError};
+pub use spools_boot::client::{
+    connect_port, join_socket, Exits, HostedJob, JobTicket, LaunchRefused, Port, PortError,
+};
 pub use spools_boot::config::{
     Config, FenceChoice, ScanChoice, SingleCopyChoice, ThreadLevel, TransportChoice,
 };
@@ -76,5 +78,6 @@ pub use spools_msg::{
     Element, InterRoot, MsgError, Op, Request, RpcError, RpcHandle, Sides, Source, Status, Tag,
     UserFn, Verdict, ANY_SOURCE, ANY_TAG, INTER_FLAT_PAIRS, MAX_LIVE_COMMUNICATORS,
 };
+pub use spools_proto::boot::SpawnProc;
 pub use spools_proto::framebuffer::{ColorMap, FrameHeader, PixelFormat};
 pub use world::{agreed_settings, init, init_with, InitError, World};

@@ -308,6 +308,24 @@ impl World {
         self.boot.rendezvous().describe(self.boot.launcher())
     }
 
+    /// Asks the launcher (`spools run`) to start `procs` where the job's ranks run, as it
+    /// starts ranks: their output is forwarded, one that exits with a failure ends the
+    /// job, and `exits` hears of each one's end (index, success, how; called on the
+    /// watchdog thread, it must not block). Returns once all are started. MPI's
+    /// `MPI_Comm_spawn` starts its children through this.
+    ///
+    /// # Errors
+    /// [`LaunchRefused::NoLauncher`](crate::LaunchRefused::NoLauncher) for a job no
+    /// launcher hosts (rank 0 hosts its rendezvous); [`LaunchRefused::Failed`](crate::LaunchRefused::Failed)
+    /// when the launcher started none of them, and why.
+    pub fn launch(
+        &self,
+        procs: Vec<crate::SpawnProc>,
+        exits: crate::Exits,
+    ) -> Result<(), crate::LaunchRefused> {
+        self.boot.launch(procs, exits)
+    }
+
     /// How long `init` took on this rank.
     pub fn init_time(&self) -> std::time::Duration {
         self.init_time

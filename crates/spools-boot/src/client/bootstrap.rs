@@ -52,6 +52,8 @@ pub struct Bootstrap {
     pub(crate) launcher: LauncherKind,
     pub(crate) rendezvous: Rendezvous,
     pub(crate) hooks: RwLock<Option<Hooks>>,
+    /// Processes this rank asked the launcher to start (`launched.rs`).
+    pub(crate) requests: Arc<super::requests::Requests>,
 }
 
 impl std::fmt::Debug for Bootstrap {
@@ -64,7 +66,7 @@ impl std::fmt::Debug for Bootstrap {
     }
 }
 
-fn failure_error(f: Failure) -> BootError {
+pub(crate) fn failure_error(f: Failure) -> BootError {
     match f {
         Failure::Rank { rank, cause } => BootError::PeerDied { rank, cause },
         Failure::ServerLost(why) => BootError::ServerLost(Lost::Watchdog(why)),
@@ -161,7 +163,7 @@ impl Bootstrap {
     }
 
     /// The error once the watchdog thread has stopped: the failure it recorded, if any.
-    fn watchdog_gone(&self) -> BootError {
+    pub(crate) fn watchdog_gone(&self) -> BootError {
         self.state
             .any_failure()
             .map(failure_error)

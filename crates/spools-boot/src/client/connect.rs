@@ -35,15 +35,23 @@ pub struct Connected {
     timeout: Duration,
 }
 
-/// The address other hosts can reach this one at, for a rank-0-hosted rendezvous:
-/// `SPOOLS_BOOTSTRAP_IP` if set, else the source address of the default route, else
-/// loopback.
+/// The local address of this process's first connection to a rendezvous on another
+/// host: the interface through which its job's hosts reach it (see [`advertised_ip`]).
+static JOINED_IP: std::sync::OnceLock<IpAddr> = std::sync::OnceLock::new();
+
+/// The address other hosts can reach this one at, for a rendezvous or port this process
+/// hosts: `SPOOLS_BOOTSTRAP_IP` if set, else that of the interface through which it
+/// reached its own job's rendezvous (its job's hosts reach it there, default route or
+/// not), else the source address of the default route, else loopback.
 fn advertised_ip() -> IpAddr {
     if let Some(ip) = std::env::var("SPOOLS_BOOTSTRAP_IP")
         .ok()
         .and_then(|s| s.parse().ok())
     {
         return ip;
+    }
+    if let Some(ip) = JOINED_IP.get() {
+        return *ip;
     }
     std::net::UdpSocket::bind("0.0.0.0:0")
         .and_then(|u| {
@@ -319,6 +327,15 @@ impl Connected {
             deadline,
             || false,
         )?;
+        // A job on this host alone says nothing about other hosts.
+        if let Some(ip) = stream
+            .local_addr()
+            .ok()
+            .map(|a| a.ip())
+            .filter(|ip| !ip.is_loopback())
+        {
+            JOINED_IP.get_or_init(|| ip);
+        }
         Ok(Connected {
             stream,
             env,
@@ -424,6 +441,8 @@ impl Connected {
             .map_err(BootError::io(BootStep::RendezvousSocket))?;
         let st = state.clone();
         let fin = finalized.clone();
+        let requests = Arc::new(super::requests::Requests::default());
+        let req = requests.clone();
         std::thread::Builder::new()
             .name("spools-watchdog".into())
             .spawn(move || loop {
@@ -450,6 +469,13 @@ impl Connected {
                         st.mark_dead(rank, &cause);
                         let _ = tx.send(Reply::Wake);
                     }
+                    Ok(Some(ToRank::Spawned { id, refused })) => req.answered(id, refused),
+                    Ok(Some(ToRank::SpawnExit {
+                        id,
+                        index,
+                        success,
+                        how,
+                    })) => req.ended(id, index, success, &how),
                     Ok(Some(_)) => {}
                     end @ (Ok(None) | Err(_)) => {
                         if !fin.load(Ordering::SeqCst) {
@@ -480,6 +506,7 @@ impl Connected {
             launcher: self.env.launcher,
             rendezvous: self.env.rendezvous,
             hooks: RwLock::new(None),
+            requests,
         })
     }
 }
@@ -493,5 +520,7 @@ fn kind_of(m: &ToRank) -> &'static str {
         ToRank::Finalizing { .. } => "finalizing notice",
         ToRank::Abort { .. } => "abort",
         ToRank::Refused { .. } => "refusal",
+        ToRank::Spawned { .. } => "spawn answer",
+        ToRank::SpawnExit { .. } => "spawned process's end",
     }
 }

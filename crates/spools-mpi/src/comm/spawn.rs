@@ -12,14 +12,18 @@
 //! `MPI_COMM_WORLD` (a split the parents take no part in). The parents' processes keep
 //! their labels there, the children get fresh ones (`worlds.rs`).
 //!
-//! The children run on the root's host, with the root's environment; the root copies
-//! their standard output and error to its own a whole line at a time (which `spools
-//! run` forwards). The job's watchdog is its
-//! rendezvous: a child whose process ends before it finalises ends the new job, and the
-//! parents' operations on it fail (`MPI_ERR_PROC_ABORTED`, fatal under
-//! `MPI_ERRORS_ARE_FATAL`: then the whole job ends); a child that ends before it joins
-//! makes every parent's spawn fail with `MPI_ERR_SPAWN`, as does a command that cannot
-//! be started (nobody waits).
+//! Under `spools run` the root asks the launcher to start the children
+//! (`World::launch`): on the job's hosts, spread as its ranks are or where the info key
+//! `host` (or `hostfile`) says, their output forwarded and their lives supervised as the
+//! ranks' are (one that fails ends the whole job). A singleton, and a spawned job's own
+//! spawn, start them here instead (`start_here`), copying their output a whole line at
+//! a time to this process's (which `spools run` forwards). Under srun, Open MPI's
+//! mpirun or another PMI launcher the spawn fails on every parent with `MPI_ERR_SPAWN`,
+//! naming why. The job's watchdog is its rendezvous: a child whose process ends before
+//! it finalises ends the new job, and the parents' operations on it fail
+//! (`MPI_ERR_PROC_ABORTED`, fatal under `MPI_ERRORS_ARE_FATAL`: then the whole job
+//! ends); a child that ends before it joins makes every parent's spawn fail with
+//! `MPI_ERR_SPAWN`, as does a command that cannot be started (nobody waits).
 //!
 //! `MPI_Comm_disconnect` of a parent's last communicator of the new job leaves that job
 //! (it waits until the children leave it too: their `MPI_Finalize`); `MPI_Finalize`
@@ -103,6 +107,9 @@ struct App {
     wdir: Option<String>,
     /// `path`: directories searched for the command before `PATH`.
     path: Option<String>,
+    /// `host` (a comma-separated list) or the names in `hostfile`: the hosts its
+    /// children run on, in turn; empty: the launcher places them.
+    hosts: Vec<String>,
 }
 
 /// # Safety
@@ -167,17 +174,45 @@ unsafe fn read_app(
         count,
         wdir: None,
         path: None,
+        hosts: Vec::new(),
     };
     for (k, v) in crate::env::info::entries(info)? {
         match k.as_str() {
             "wdir" => app.wdir = Some(v),
             "path" => app.path = Some(v),
-            // `host`, `hostfile`, `soft`, `arch`, `file`: the children run on this
-            // host, all of them (`soft` allows fewer; Spools starts them all).
+            "host" => app.hosts = host_list(&v),
+            "hostfile" => {
+                let text = std::fs::read_to_string(&v).map_err(|e| {
+                    MpiError::invalid(MPI_ERR_SPAWN, format!("{call}: hostfile {v:?}: {e}"))
+                })?;
+                app.hosts = hostfile_names(&text);
+            }
+            // `soft` allows fewer processes (Spools starts them all); `arch`, `file`
+            // and unknown keys are ignored, as the standard allows.
             _ => {}
         }
     }
     Ok(app)
+}
+
+/// The hosts of a `host` info value: names separated by commas or spaces.
+fn host_list(v: &str) -> Vec<String> {
+    v.split([',', ' '])
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The hosts a hostfile names: the first word of each line that is not blank or a
+/// comment (`name slots=N` as MPICH and Open MPI write them; a host listed with slots
+/// takes one child in turn like any other).
+fn hostfile_names(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| l.split('#').next().unwrap_or_default())
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|h| h.split(':').next().unwrap_or(h).to_owned())
+        .collect()
 }
 
 /// The program to run for `app`: its command found in `path` (the info key) before
@@ -201,54 +236,85 @@ fn program(app: &App) -> std::path::PathBuf {
     cmd.to_path_buf()
 }
 
-/// Starts the children of `apps` as ranks `parents..` of the job of `ticket`; on a
-/// failure the ones started are killed.
-fn start_children(
-    apps: &[App],
-    parents: u32,
-    ticket: &JobTicket,
-) -> Result<Vec<(u32, String, Child)>, String> {
+/// The processes of `apps`, as ranks `parents..` of the job of `ticket`: each one's
+/// program (a relative path made absolute against its directory, so that it means the
+/// same wherever it starts), arguments, variables, directory (the root's own unless
+/// `wdir` says) and host.
+fn procs_of(apps: &[App], parents: u32, ticket: &JobTicket) -> Vec<spools::SpawnProc> {
     let total: u32 = apps.iter().map(|a| a.count).sum();
     let size = parents + total;
-    let mut started: Vec<(u32, String, Child)> = Vec::new();
+    let here = std::env::current_dir().unwrap_or_default();
+    let mut out = Vec::new();
     let mut rank = parents;
     for (appnum, app) in apps.iter().enumerate() {
-        for _ in 0..app.count {
-            let prog = program(app);
-            let mut cmd = Command::new(&prog);
-            cmd.args(&app.args)
-                .envs(ticket.vars(rank, size))
-                .env(PARENTS_VAR, format!("{:016x}:{parents}", ticket.job))
-                .env(APPNUM_VAR, appnum.to_string())
-                .stdin(Stdio::null())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped());
-            if let Some(w) = &app.wdir {
-                cmd.current_dir(w);
-            }
-            match cmd.spawn() {
-                Ok(mut c) => {
-                    if let Some(o) = c.stdout.take() {
-                        forward_lines(o, false);
-                    }
-                    if let Some(e) = c.stderr.take() {
-                        forward_lines(e, true);
-                    }
-                    started.push((rank, app.command.clone(), c));
-                }
-                Err(e) => {
-                    for (_, _, c) in &mut started {
-                        let _ = c.kill();
-                        let _ = c.wait();
-                    }
-                    return Err(format!(
-                        "cannot start {:?} ({}): {e}",
-                        app.command,
-                        prog.display()
-                    ));
-                }
-            }
+        let dir = match &app.wdir {
+            Some(w) => here.join(w),
+            None => here.clone(),
+        };
+        let prog = program(app);
+        let prog = if prog.is_relative() && app.command.contains('/') {
+            here.join(prog)
+        } else {
+            prog
+        };
+        for i in 0..app.count as usize {
+            let mut env: Vec<(String, String)> = ticket
+                .vars(rank, size)
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect();
+            env.push((PARENTS_VAR.into(), format!("{:016x}:{parents}", ticket.job)));
+            env.push((APPNUM_VAR.into(), appnum.to_string()));
+            out.push(spools::SpawnProc {
+                program: prog.to_string_lossy().into_owned(),
+                args: app.args.clone(),
+                env,
+                wdir: dir.to_string_lossy().into_owned(),
+                host: app
+                    .hosts
+                    .get(i % app.hosts.len().max(1))
+                    .cloned()
+                    .unwrap_or_default(),
+            });
             rank += 1;
+        }
+    }
+    out
+}
+
+/// Starts `procs` in this process (a job no launcher hosts: a singleton, or a spawned
+/// job's own spawn): on this host, with this process's environment; on a failure the
+/// ones started are killed.
+fn start_here(
+    procs: &[spools::SpawnProc],
+    parents: u32,
+) -> Result<Vec<(u32, String, Child)>, String> {
+    let mut started: Vec<(u32, String, Child)> = Vec::new();
+    for (i, p) in procs.iter().enumerate() {
+        let mut cmd = Command::new(&p.program);
+        cmd.args(&p.args)
+            .envs(p.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&p.wdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        match cmd.spawn() {
+            Ok(mut c) => {
+                if let Some(o) = c.stdout.take() {
+                    forward_lines(o, false);
+                }
+                if let Some(e) = c.stderr.take() {
+                    forward_lines(e, true);
+                }
+                started.push((parents + i as u32, p.program.clone(), c));
+            }
+            Err(e) => {
+                for (_, _, c) in &mut started {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+                return Err(format!("cannot start {:?}: {e}", p.program));
+            }
         }
     }
     Ok(started)
@@ -319,20 +385,39 @@ fn spools_log_warn(s: &str) {
     eprintln!("spools-mpi: warning: {s}");
 }
 
+/// How the root starts its children: through `spools run`, here, or not at all (why).
+fn starter(own: &spools::World) -> Result<bool, String> {
+    use spools::LauncherKind as L;
+    match own.launcher() {
+        // Through the launcher when it hosts the job's rendezvous (else here).
+        L::Spools => Ok(true),
+        L::None => Ok(false),
+        other => Err(format!(
+            "this job was started by {} ({}), which starts no processes for Spools: spawn needs a job started by spools run (or a singleton)",
+            other.name(),
+            own.bootstrap()
+        )),
+    }
+}
+
 /// The root's part before the broadcast: the new job hosted and its children started,
 /// as `OK TICKET TOTAL` (or `ERR MESSAGE`) for the other parents.
 fn root_start(
     apps: Result<Vec<App>, MpiError>,
     parents: u32,
     cfg: &spools::Config,
-    family: u64,
+    own: &spools::World,
 ) -> (String, Option<HostedJob>) {
     let apps = match apps {
         Ok(a) => a,
         Err(e) => return (format!("ERR {e}"), None),
     };
+    let through_launcher = match starter(own) {
+        Ok(l) => l,
+        Err(e) => return (format!("ERR {e}"), None),
+    };
     let total: u32 = apps.iter().map(|a| a.count).sum();
-    let job = match HostedJob::host(parents + total, cfg, family) {
+    let job = match HostedJob::host(parents + total, cfg, own.job()) {
         Ok(j) => j,
         Err(e) => {
             return (
@@ -341,10 +426,34 @@ fn root_start(
             )
         }
     };
-    match start_children(&apps, parents, job.ticket()) {
+    let procs = procs_of(&apps, parents, job.ticket());
+    let ok = format!("OK {} {total}", job.ticket().to_line());
+    if through_launcher {
+        let names: Vec<String> = procs.iter().map(|p| p.program.clone()).collect();
+        let server = job.server().clone();
+        // A child that ends before it joined ends the new job at once, so that nobody
+        // waits for it (one that fails ends the whole job: the launcher sees to that).
+        let exits: spools::Exits = Arc::new(move |index, _success, how: &str| {
+            let rank = parents + index;
+            if !server.joined(rank) {
+                server.mark_gone(rank);
+                let name = names.get(index as usize).map_or("", String::as_str);
+                server.abort(
+                    rank,
+                    &format!("spawned process {rank} ({name}) ended before it joined: it {how}"),
+                );
+            }
+        });
+        match own.launch(procs.clone(), exits) {
+            Ok(()) => return (ok, Some(job)),
+            Err(spools::LaunchRefused::NoLauncher) => {}
+            Err(e) => return (format!("ERR {e}"), None),
+        }
+    }
+    match start_here(&procs, parents) {
         Ok(children) => {
             reap(children, &job);
-            (format!("OK {} {total}", job.ticket().to_line()), Some(job))
+            (ok, Some(job))
         }
         Err(e) => (format!("ERR {e}"), None),
     }
@@ -385,7 +494,8 @@ fn spawn(
         .config()
         .clone();
     let (msg, hosted) = if c.comm.rank() == root {
-        root_start(apps(), p, &cfg, rt(call)?.ctx.job)
+        let own = crate::comm::world_of(&rt(call)?.ctx, call)?;
+        root_start(apps(), p, &cfg, &own)
     } else {
         (String::new(), None)
     };
@@ -435,8 +545,8 @@ fn spawn(
 
 /// `MPI_Comm_spawn`: collective over `comm`; starts `maxprocs` processes of `command`
 /// (read at `root`) and returns an intercommunicator to them (see the module
-/// documentation). Info keys read: `wdir`, `path`; `host`, `hostfile` and `soft` are
-/// accepted (every child runs on the root's host).
+/// documentation). Info keys read: `wdir`, `path`, `host`, `hostfile`; `soft` is
+/// accepted (every process asked for is started).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_Comm_spawn(
     command: *const c_char,
