@@ -1,7 +1,9 @@
 //! The library as a Rust crate, for a front door linked into the same binary: the
 //! `spools` Python package carries this library inside its extension (so that mpi4py
 //! and `spools` in one program share one runtime, `spools::shared`) and turns an
-//! mpi4py communicator into a `spools.Comm` with [`communicator`].
+//! mpi4py communicator into a `spools.Comm` with [`communicator`]: an intracommunicator
+//! or an intercommunicator (a spawn's, a port's), of the job of `MPI_Init` or of one
+//! joined later (each job's communicators drive that job's own progress).
 
 use spools_msg::Communicator;
 use thiserror::Error;
@@ -16,13 +18,28 @@ pub enum EmbedError {
     /// The handle names no communicator of this library (freed, or `MPI_COMM_NULL`).
     #[error("{0:#x} is not a communicator of Spools' MPI library")]
     Handle(usize),
-    /// The handle is an intercommunicator, which has no `spools.Comm` (merge it first).
-    #[error("{0:#x} is an intercommunicator: merge it into an intracommunicator first")]
-    Inter(usize),
-    /// The communicator lives in a job this process joined after `MPI_Init` (a spawn's
-    /// or a port's: `comm/worlds.rs`), whose progress the package does not drive.
-    #[error("{0:#x} belongs to a job joined by MPI_Comm_spawn, accept, connect or join after MPI_Init: the spools package has communicators of its own job only (a spawned process's MPI_COMM_WORLD is one)")]
-    OtherJob(usize),
+}
+
+/// The two groups of an intercommunicator, as [`Embedded::comm`] holds them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InterShape {
+    /// Ranks in this process's group.
+    pub local_size: u32,
+    /// Ranks in the other group.
+    pub remote_size: u32,
+    /// This process's rank in its group.
+    pub local_rank: u32,
+}
+
+/// The Spools side of an MPI communicator.
+#[derive(Debug, Clone)]
+pub struct Embedded {
+    /// An intracommunicator's own communicator; an intercommunicator's point-to-point
+    /// view: ranks `0..remote_size` are the other group's, in its order (so a message to
+    /// or from rank `r` of it is MPI's to or from remote rank `r`), then this group's.
+    pub comm: Communicator,
+    /// `Some` for an intercommunicator.
+    pub inter: Option<InterShape>,
 }
 
 /// The Spools communicator behind the MPI communicator `handle` (its value as the
@@ -31,19 +48,20 @@ pub enum EmbedError {
 ///
 /// # Errors
 /// [`EmbedError::NotHere`] when MPI is not initialised in this binary,
-/// [`EmbedError::Handle`] for a handle that is not a live communicator,
-/// [`EmbedError::Inter`] for an intercommunicator, [`EmbedError::OtherJob`] for a
-/// communicator of a job joined later.
-pub fn communicator(handle: usize) -> Result<Communicator, EmbedError> {
+/// [`EmbedError::Handle`] for a handle that is not a live communicator.
+pub fn communicator(handle: usize) -> Result<Embedded, EmbedError> {
     if crate::runtime::runtime().is_none() {
         return Err(EmbedError::NotHere);
     }
     match crate::comm::comm(handle, "spools.Comm") {
-        // An intercommunicator's view orders its ranks differently on each side: no
-        // Spools collective could run on it.
-        Ok(c) if c.inter.is_some() => Err(EmbedError::Inter(handle)),
-        Ok(c) if !c.ctx.is_own() => Err(EmbedError::OtherJob(handle)),
-        Ok(c) => Ok(c.comm.clone()),
+        Ok(c) => Ok(Embedded {
+            comm: c.comm.clone(),
+            inter: c.inter.as_ref().map(|i| InterShape {
+                local_size: i.local.len() as u32,
+                remote_size: i.remote.len() as u32,
+                local_rank: i.local_rank,
+            }),
+        }),
         Err(crate::env::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
         Err(_) => Err(EmbedError::Handle(handle)),
     }

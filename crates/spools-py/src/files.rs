@@ -94,7 +94,7 @@ impl Comm {
         in_place: bool,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
-        slf.get().live()?;
+        slf.get().live_group()?;
         let me = u64::from(slf.get().comm.rank());
         let size = slf.get().comm.size();
         // A rank whose own arguments are wrong (the layout, the format, `a`) still takes
@@ -153,7 +153,7 @@ impl Comm {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        slf.get().live()?;
+        slf.get().live_group()?;
         let me = u64::from(slf.get().comm.rank());
         let size = slf.get().comm.size();
         // A rank whose own arguments are wrong (the layout, `out`) still takes part,

@@ -77,7 +77,7 @@ impl Comm {
         order: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        slf.get().live()?;
+        slf.get().live_group()?;
         if order != "C" && order != "F" {
             return Err(errors::value_error(format!(
                 "alloc: order must be \"C\" or \"F\", not {order:?}"

@@ -15,7 +15,10 @@ use crate::runtime;
 impl Comm {
     /// `spools.Comm(comm)`: the communicator of an mpi4py communicator (or of its
     /// `handle`, an int): the same ranks and the same context, so that redistribution,
-    /// parallel files, pipes and streams take mpi4py's communicators.
+    /// parallel files, pipes and streams take mpi4py's communicators. An
+    /// intercommunicator (`MPI.Comm.Get_parent()`, a spawn's or a port's) gives one
+    /// whose messages and RPCs go to the other group's ranks (`is_inter`,
+    /// `remote_size`); merge it for group operations.
     ///
     /// Raises `InitError` when mpi4py does not run on the MPI library inside this
     /// package, `ValueError` for a handle that is not a live communicator.
@@ -53,6 +56,9 @@ impl Comm {
                 runtime::get()?
             }
         };
-        Ok(Comm::new(c, rt))
+        Ok(match c.inter {
+            None => Comm::new(c.comm, rt),
+            Some(shape) => Comm::new_inter(c.comm, rt, shape),
+        })
     }
 }

@@ -57,8 +57,8 @@ def test_mpi4py_futures_pool_spawns_its_workers_and_maps_every_task():
     assert job.out.splitlines() == ["ok pool 4 workers 1000 tasks"], job
 
 
-def test_a_spawned_job_s_communicators_are_refused_by_the_package_and_a_child_s_world_is_not():
+def test_a_spawn_s_intercommunicator_and_merged_communicator_are_spools_comms_on_both_sides():
     job = run_job([spools_bin(), "run", "-n", "1", "--", PYTHON, str(HERE / "spawned.py")])
     assert job.code == 0, job
-    assert sorted(job.out.splitlines()) == ["child 0 of 2: 1", "child 1 of 2: 1",
-                                            "parent: OtherJob refused"], job
+    assert sorted(job.out.splitlines()) == ["child 0 of 2: 1 30", "child 1 of 2: 1 30",
+                                            "parent: [0, 100] 30"], job

@@ -20,7 +20,7 @@ impl Comm {
         a: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Bcast: root")?;
         let v = buffer::view(a, Access::Write, "Bcast: a")?;
         // SAFETY: a writable view this call alone uses.
@@ -40,7 +40,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Gather: root")?;
         let send = buffer::view(a, Access::Read, "Gather: a")?;
         if self.comm.rank() != root {
@@ -66,7 +66,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let send = buffer::view(a, Access::Read, "Allgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&send.shape);
@@ -85,7 +85,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let send = buffer::view(a, Access::Read, "Alltoall: a")?;
         let (n, _) = rows(&send, "Alltoall", "a")?;
         let size = self.comm.size() as usize;
@@ -121,7 +121,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Scatter: root")?;
         let size = self.comm.size() as usize;
         let send = if self.comm.rank() == root {

@@ -151,7 +151,7 @@ impl Comm {
     /// Non-blocking `barrier`: returns a `CollRequest` whose `wait()` returns `None` once
     /// every rank has called `ibarrier`.
     fn ibarrier(&self, py: Python<'_>) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let r = runtime::blocking(py, || self.comm.ibarrier()).map_err(coll_err)?;
         Ok(CollRequest::new(
             "ibarrier",
@@ -171,7 +171,7 @@ impl Comm {
     /// communicator has called it.
     #[pyo3(name = "Barrier")]
     fn barrier_cap(&self, py: Python<'_>) -> PyResult<()> {
-        self.live()?;
+        self.live_group()?;
         runtime::blocking(py, || self.comm.barrier()).map_err(errors::from_msg)
     }
 
@@ -180,7 +180,7 @@ impl Comm {
     /// until then).
     #[pyo3(name = "Ibcast", signature = (a, root = 0))]
     fn ibcast(&self, py: Python<'_>, a: &Bound<'_, PyAny>, root: i64) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Ibcast: root")?;
         let v = buffer::view(a, Access::Write, "Ibcast: a")?;
         let finish = Finish::Into(a.clone().unbind());
@@ -207,7 +207,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Ireduce: root")?;
         self.coll_ireduction(py, Red::Reduce(root), a, op, None, out, "Ireduce")
     }
@@ -223,7 +223,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         self.coll_ireduction(py, Red::Allreduce, a, op, None, out, "Iallreduce")
     }
 
@@ -237,7 +237,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         self.coll_ireduction(py, Red::Scan, a, op, None, out, "Iscan")
     }
 
@@ -253,7 +253,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         self.coll_ireduction(
             py,
             Red::ReduceScatter,
@@ -276,7 +276,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Igather: root")?;
         let v = buffer::view(a, Access::Read, "Igather: a")?;
         let finish = if self.comm.rank() == root {
@@ -308,7 +308,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Iscatter: root")?;
         let size = self.comm.size() as usize;
         if self.comm.rank() == root {
@@ -369,7 +369,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let v = buffer::view(a, Access::Read, "Iallgather: a")?;
         let mut shape = vec![self.comm.size() as usize];
         shape.extend_from_slice(&v.shape);
@@ -393,7 +393,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<CollRequest> {
-        self.live()?;
+        self.live_group()?;
         let v = buffer::view(a, Access::Read, "Ialltoall: a")?;
         let (n, _) = rows(&v, "Ialltoall", "a")?;
         let size = self.comm.size() as usize;

@@ -112,7 +112,7 @@ impl Comm {
         obj: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "bcast: root")?;
         let me = self.comm.rank();
         let (mine, err) = if me == root {
@@ -139,7 +139,7 @@ impl Comm {
         obj: &Bound<'py, PyAny>,
         root: i64,
     ) -> PyResult<Option<Bound<'py, PyList>>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "gather: root")?;
         let (me, n) = (self.comm.rank(), self.comm.size() as usize);
         let (mine, err) = pack(py, obj);
@@ -178,7 +178,7 @@ impl Comm {
         py: Python<'py>,
         obj: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.live()?;
+        self.live_group()?;
         let (mine, err) = pack(py, obj);
         let all = runtime::blocking(py, || self.comm.allgather_bytes(&mine)).map_err(coll_err)?;
         if let Some(e) = err {
@@ -200,7 +200,7 @@ impl Comm {
         objs: Option<&Bound<'py, PyAny>>,
         root: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "scatter: root")?;
         let (me, n) = (self.comm.rank(), self.comm.size() as usize);
         // At the root: every rank's packed object, or the error of the whole sequence.
@@ -237,7 +237,7 @@ impl Comm {
         py: Python<'py>,
         objs: &Bound<'py, PyAny>,
     ) -> PyResult<Bound<'py, PyList>> {
-        self.live()?;
+        self.live_group()?;
         let n = self.comm.size() as usize;
         let (parts, err) = pack_each(py, Some(objs), n, "alltoall: each rank must");
         let lens: Vec<u64> = parts.iter().map(|p| p.len() as u64).collect();

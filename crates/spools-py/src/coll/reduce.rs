@@ -133,7 +133,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Reduce: root")?;
         self.coll_reduction(py, Kind::Reduce(root), a, op, out, "Reduce")
     }
@@ -149,7 +149,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let r = self.coll_reduction(py, Kind::Allreduce, a, op, out, "Allreduce")?;
         r.ok_or_else(|| errors::value_error("Allreduce gave no result"))
     }
@@ -165,7 +165,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let r = self.coll_reduction(py, Kind::Scan, a, op, out, "Scan")?;
         r.ok_or_else(|| errors::value_error("Scan gave no result"))
     }
@@ -184,7 +184,7 @@ impl Comm {
         op: Option<&Bound<'_, PyAny>>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let name = "Reduce_scatter";
         let send = buffer::view(a, Access::Read, "Reduce_scatter: a")?;
         let red = Reduction::new(py, &send, op)?;

@@ -34,7 +34,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Option<Py<PyAny>>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Gatherv: root")?;
         let send = buffer::view(a, Access::Read, "Gatherv: a");
         let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
@@ -73,7 +73,7 @@ impl Comm {
         a: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let send = buffer::view(a, Access::Read, "Allgatherv: a");
         let desc = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {
             let d = Desc::of(py, v, "Allgatherv")?;
@@ -103,7 +103,7 @@ impl Comm {
         root: i64,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let root = self.check_rank(root, "Scatterv: root")?;
         let size = self.comm.size();
         let send: Option<PyResult<View>> = (self.comm.rank() == root).then(|| match a {
@@ -164,7 +164,7 @@ impl Comm {
         sendcounts: &Bound<'_, PyAny>,
         out: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        self.live()?;
+        self.live_group()?;
         let size = self.comm.size();
         let send = buffer::view(a, Access::Read, "Alltoallv: a");
         let local = send.as_ref().map_err(|e| e.clone_ref(py)).and_then(|v| {

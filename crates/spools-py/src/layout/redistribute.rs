@@ -238,7 +238,7 @@ impl Comm {
         out: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
-        slf.get().live()?;
+        slf.get().live_group()?;
         let size = slf.get().comm.size();
         let me = u64::from(slf.get().comm.rank());
         // A rank whose arguments are wrong (a layout, `a`, `out`) still takes part (with
