@@ -12,8 +12,9 @@ const PROBE: &str = r#"
 #include <stddef.h>
 #include <pmix.h>
 int main(void) {
-    printf("%zu %zu %zu %zu %zu %d %d %d %d %d %d %d %d %u %d\n", sizeof(pmix_proc_t),
-           sizeof(pmix_value_t), sizeof(pmix_info_t), offsetof(pmix_value_t, data),
+    printf("%zu %zu %zu %zu %zu %zu %d %d %d %d %d %d %d %d %u %d\n", sizeof(pmix_proc_t),
+           sizeof(pmix_value_t), sizeof(pmix_info_t), sizeof(pmix_app_t),
+           offsetof(pmix_value_t, data),
            offsetof(pmix_info_t, value), PMIX_BOOL, PMIX_STRING, PMIX_SIZE, PMIX_INT,
            PMIX_UINT, PMIX_UINT32, PMIX_UINT64, PMIX_GLOBAL, PMIX_RANK_WILDCARD,
            PMIX_MAX_KEYLEN);
@@ -54,8 +55,8 @@ fn pmix_structures_match_the_installed_header() {
         .split_whitespace()
         .map(|w| w.parse().unwrap())
         .collect();
-    let [proc_, value, info] = spools_boot::pmi::PMIX_ABI_SIZES.map(|s| s as u64);
-    // proc, value, info sizes; where the value's union and the info's value start; the
+    let [proc_, value, info, app] = spools_boot::pmi::PMIX_ABI_SIZES.map(|s| s as u64);
+    // proc, value, info, app sizes; where the value's union and the info's value start; the
     // type tags (bool, string, size, int, uint, uint32, uint64), scope and wildcard rank
     // the code uses; the key length.
     let want = [
@@ -72,6 +73,6 @@ fn pmix_structures_match_the_installed_header() {
         u64::from(u32::MAX - 1),
         511,
     ];
-    assert_eq!(got[..3], [proc_, value, info]);
-    assert_eq!(got[3..], want);
+    assert_eq!(got[..4], [proc_, value, info, app]);
+    assert_eq!(got[4..], want);
 }

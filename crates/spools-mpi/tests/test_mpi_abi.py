@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import re
+import shutil
 import struct
 import subprocess
 from pathlib import Path
@@ -138,6 +139,30 @@ def test_spawned_children_of_a_job_on_this_host_take_its_name_and_no_other(
     me = socket.gethostname()
     assert lines == ["spawned on %s" % ",".join([me] * 4), "named host: %s" % me,
                      "ok spawn-hosts 2 ranks"], job
+
+
+def test_a_spawn_under_open_mpi_s_mpirun_goes_through_its_pmix_spawn(build):
+    # Spools' library under Debian's Open MPI mpirun (the ranks meet through its PMIx):
+    # every round of tests/spawn.c passes with the children started by PMIx_Spawn (the
+    # debug log names each spawn's namespace); a missing command fails with
+    # MPI_ERR_SPAWN before mpirun is asked (it would end the whole job), and a child
+    # that ends without joining fails the spawn once the bootstrap timeout (10 s here)
+    # has passed: mpirun tells nobody of it.
+    run = shutil.which("mpirun.openmpi")
+    if not run:
+        if os.environ.get("SPOOLS_REQUIRE_MPI") == "1":
+            pytest.fail("Open MPI's mpirun.openmpi missing but SPOOLS_REQUIRE_MPI=1")
+        pytest.skip("Open MPI's mpirun.openmpi missing")
+    env = dict(os.environ, SPOOLS_LOG="debug", SPOOLS_BOOTSTRAP_TIMEOUT="10",
+               LD_LIBRARY_PATH=str(Path(spools_bin()).parent))
+    job = run_job([run, "--allow-run-as-root", "--oversubscribe", "-n", "2",
+                   "-x", "LD_LIBRARY_PATH", "-x", "SPOOLS_LOG", "-x", "SPOOLS_BOOTSTRAP_TIMEOUT",
+                   str(build("spawn"))], env=env, timeout=180)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok spawn 2 ranks"], job
+    spawns = re.findall(r"spools: (\d+) processes started through Open MPI's PMIx spawn", job.err)
+    # 3 together, one per parent alone, 3 of two commands, then `true`.
+    assert sorted(map(int, spawns)) == [1, 1, 1, 3, 3], job
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])

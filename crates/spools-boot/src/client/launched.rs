@@ -1,8 +1,9 @@
 //! Processes a rank asks its launcher to start ([`Bootstrap::launch`]: MPI's
-//! `MPI_Comm_spawn` under `spools run`): the request goes to the rendezvous, which the
+//! `MPI_Comm_spawn`). Under `spools run` the request goes to the rendezvous, which the
 //! launcher hosts; the launcher starts them where its job's ranks run, supervises them as
 //! it does its ranks (one that dies ends the job), forwards their output, and tells the
-//! asking rank when each one ends ([`Exits`]).
+//! asking rank when each one ends ([`Exits`]). Under mpirun or srun they go through the
+//! launcher's PMIx spawn (`crate::pmi::spawn`), where the server has one.
 
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::PoisonError;
@@ -12,7 +13,9 @@ use spools_proto::boot::{SpawnProc, ToServer, NOT_A_LAUNCHER};
 use thiserror::Error;
 
 use crate::error::BootError;
+use crate::identity::LauncherKind;
 use crate::net::write_frame;
+use crate::pmi::PmiKind;
 
 use super::requests::Exits;
 use super::Bootstrap;
@@ -24,12 +27,12 @@ const ANSWER_WAIT: Duration = Duration::from_secs(120);
 /// Why [`Bootstrap::launch`] started nothing.
 #[derive(Debug, Error)]
 pub enum LaunchRefused {
-    /// No launcher hosts this job's rendezvous (rank 0 does, under a foreign launcher or
-    /// in a spawned job): the caller starts the processes some other way.
+    /// No launcher hosts this job's rendezvous (a singleton; a spawned job, whose
+    /// rendezvous its root parent hosts): the caller starts the processes itself.
     #[error("{NOT_A_LAUNCHER}")]
     NoLauncher,
     /// The launcher tried, and started none of them (a program it cannot start, a host
-    /// not in the job).
+    /// not in the job), or a foreign launcher has no spawn Spools can use: why.
     #[error("{0}")]
     Failed(String),
     /// The launcher did not answer within two minutes.
@@ -40,7 +43,68 @@ pub enum LaunchRefused {
     Boot(#[from] BootError),
 }
 
+/// Whether `program` names an executable file: a path as it is, a name in `PATH`.
+fn executable(program: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exe = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        return is_exe(std::path::Path::new(program));
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|d| is_exe(&d.join(program))))
+}
+
 impl Bootstrap {
+    /// Under a foreign launcher: through its PMIx spawn, or refused naming why.
+    fn launch_through_pmi(
+        &self,
+        launcher: LauncherKind,
+        procs: Vec<SpawnProc>,
+    ) -> Result<(), LaunchRefused> {
+        let how = self.rendezvous.describe(launcher);
+        let Some(kind) = PmiKind::detect(|k| std::env::var(k).ok()) else {
+            return Err(LaunchRefused::Failed(format!(
+                "this job was started by {} ({how}), which offers no PMIx server to start processes through: start it with spools run",
+                launcher.name()
+            )));
+        };
+        // A launcher that cannot start one ends the whole job (Open MPI's mpirun does):
+        // what is not there to start is refused here instead, as the other paths do.
+        if let Some(p) = procs.iter().find(|p| !executable(&p.program)) {
+            return Err(LaunchRefused::Failed(format!(
+                "cannot start {:?}: no executable file of that name on this host",
+                p.program
+            )));
+        }
+        let n = procs.len();
+        crate::pmi::spawn(kind, procs, ANSWER_WAIT)
+            .map(|s| {
+                crate::logger::emit(
+                    log::Level::Debug,
+                    format_args!(
+                        "spools: {n} processes started through {}'s {} spawn, namespace {} (on {})",
+                        launcher.name(),
+                        kind.name(),
+                        s.namespace,
+                        s.where_
+                            .iter()
+                            .map(|(h, _)| h.as_deref().unwrap_or("?"))
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                )
+            })
+            .map_err(|e| {
+                LaunchRefused::Failed(format!(
+                    "this job was started by {} ({how}), whose {} spawn failed: {e}; start it with spools run",
+                    launcher.name(),
+                    kind.name()
+                ))
+            })
+    }
+
     /// Asks the launcher to start `procs`; returns once all are started. `exits` hears of
     /// each one's end (from the watchdog thread: it must not block).
     ///
@@ -49,9 +113,13 @@ impl Bootstrap {
     /// [`LaunchRefused::Failed`] when the launcher could not start them (it started
     /// none); [`LaunchRefused::Boot`] when the job ended meanwhile.
     pub fn launch(&self, procs: Vec<SpawnProc>, exits: Exits) -> Result<(), LaunchRefused> {
-        if self.server.is_some() {
-            // This process hosts the rendezvous itself: no launcher behind it.
-            return Err(LaunchRefused::NoLauncher);
+        match self.launcher {
+            // This process hosts the rendezvous itself (a spawned job's, one set up by
+            // hand with SPOOLS_BOOTSTRAP), or there is no launcher at all.
+            LauncherKind::Spools if self.server.is_some() => return Err(LaunchRefused::NoLauncher),
+            LauncherKind::None => return Err(LaunchRefused::NoLauncher),
+            LauncherKind::Spools => {}
+            other => return self.launch_through_pmi(other, procs),
         }
         let (id, rx) = self.requests.register(exits);
         let forget = || self.requests.forget(id);

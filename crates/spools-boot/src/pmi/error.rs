@@ -49,6 +49,20 @@ pub enum PmiError {
         /// What should have.
         expected: &'static str,
     },
+    /// The interface has no way to start processes that Spools uses (PMI2).
+    #[error("{} has no process spawn that Spools uses", kind.name())]
+    NoSpawn {
+        /// Which interface.
+        kind: PmiKind,
+    },
+    /// The call did not return within the time allowed.
+    #[error("{call} did not return within {secs} s")]
+    NoReturn {
+        /// The function called.
+        call: &'static str,
+        /// How long it was given.
+        secs: u64,
+    },
     /// A key or value holds a byte the interface cannot carry or is too long for it.
     #[error("{} cannot carry {what:?} ({})", kind.name(), match max {
         Some(m) => format!("a NUL byte, a byte it reserves, or more than {m} bytes"),

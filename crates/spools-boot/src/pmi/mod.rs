@@ -26,11 +26,52 @@ use std::time::Duration;
 pub use api::Pmi;
 pub use error::PmiError;
 pub use kind::PmiKind;
+pub use pmix::Spawned;
 #[doc(hidden)]
 pub use pmix::ABI_SIZES as PMIX_ABI_SIZES;
 
 /// The key under which rank 0 publishes the rendezvous (`ADDR/SECRET`).
 pub const RENDEZVOUS_KEY: &str = "spools.rdv";
+
+/// Starts `procs` through the launcher's interface `kind` (PMIx's `PMIx_Spawn`, in a
+/// session of its own; MPI's `MPI_Comm_spawn` under mpirun or srun) and returns the new
+/// namespace, and where each process runs. Waits at most `timeout` (on a thread of its own: a server that never
+/// answers cannot hold the caller).
+///
+/// # Errors
+/// [`PmiError::NoSpawn`] for PMI2, [`PmiError::NoReturn`] past `timeout`, and the
+/// server's refusal (Slurm's PMIx has no spawn: `PMIx_Spawn` fails, naming why).
+pub fn spawn(
+    kind: PmiKind,
+    procs: Vec<spools_proto::boot::SpawnProc>,
+    timeout: Duration,
+) -> Result<Spawned, PmiError> {
+    if kind != PmiKind::Pmix {
+        return Err(PmiError::NoSpawn { kind });
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let started = std::thread::Builder::new()
+        .name("spools-pmix-spawn".into())
+        .spawn(move || {
+            let run = || {
+                let mut pmix = pmix::Pmix::init(timeout)?;
+                let r = pmix.spawn(&procs);
+                let _ = pmix.finalize();
+                r
+            };
+            let _ = tx.send(run());
+        });
+    if started.is_err() {
+        return Err(PmiError::NoReturn {
+            call: "PMIx_Spawn",
+            secs: 0,
+        });
+    }
+    rx.recv_timeout(timeout).unwrap_or(Err(PmiError::NoReturn {
+        call: "PMIx_Spawn",
+        secs: timeout.as_secs(),
+    }))
+}
 
 /// Opens a session with the interface `kind`, waiting at most `timeout` in the fence.
 ///

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use libloading::Library;
 
+use spools_proto::boot::SpawnProc;
+
 use super::kind::PMIX_LIBRARY;
 use super::{Pmi, PmiError, PmiKind};
 
@@ -28,6 +30,7 @@ const TYPE_INT: u16 = 6;
 const TYPE_UINT: u16 = 11;
 const TYPE_UINT32: u16 = 14;
 const TYPE_UINT64: u16 = 15;
+const TYPE_PID: u16 = 5;
 
 /// `pmix_proc_t`.
 #[repr(C)]
@@ -54,6 +57,19 @@ pub(crate) struct Info {
     pub(crate) value: Value,
 }
 
+/// `pmix_app_t`: one application of a spawn.
+#[repr(C)]
+struct App {
+    cmd: *const c_char,
+    argv: *const *const c_char,
+    env: *const *const c_char,
+    cwd: *const c_char,
+    maxprocs: c_int,
+    info: *const Info,
+    ninfo: usize,
+}
+
+const _: () = assert!(std::mem::size_of::<App>() == 56);
 const _: () = assert!(std::mem::size_of::<Proc>() == 260);
 const _: () = assert!(std::mem::size_of::<Value>() == 32);
 const _: () = assert!(std::mem::size_of::<Info>() == 552);
@@ -64,10 +80,11 @@ compile_error!("the PMIx values are laid out for little-endian targets only");
 
 /// The sizes of the three structures, for the ABI test against the installed header.
 #[doc(hidden)]
-pub const ABI_SIZES: [usize; 3] = [
+pub const ABI_SIZES: [usize; 4] = [
     std::mem::size_of::<Proc>(),
     std::mem::size_of::<Value>(),
     std::mem::size_of::<Info>(),
+    std::mem::size_of::<App>(),
 ];
 
 impl Info {
@@ -95,6 +112,17 @@ type GetFn =
     unsafe extern "C" fn(*const Proc, *const c_char, *const Info, usize, *mut *mut Value) -> c_int;
 type FinalizeFn = unsafe extern "C" fn(*const Info, usize) -> c_int;
 type ErrorStringFn = unsafe extern "C" fn(c_int) -> *const c_char;
+type SpawnFn = unsafe extern "C" fn(*const Info, usize, *const App, usize, *mut c_char) -> c_int;
+
+/// What a PMIx spawn started: the new namespace, and each process's host and process
+/// id where the server tells them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spawned {
+    /// The namespace.
+    pub namespace: String,
+    /// Per process (its rank in the namespace), (host name, process id).
+    pub where_: Vec<(Option<String>, Option<u32>)>,
+}
 
 /// A PMIx client session.
 pub(super) struct Pmix {
@@ -183,6 +211,148 @@ impl Pmix {
             unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
         };
         Err(PmiError::status(PmiKind::Pmix, call, rc, message))
+    }
+
+    /// Starts `procs` through the server's `PMIx_Spawn`, one application each (each
+    /// has variables of its own), on the host it names (`pmix.host`) if any; returns
+    /// the new namespace and, per process, its host and process id where the server
+    /// tells them.
+    pub(super) fn spawn(&self, procs: &[SpawnProc]) -> Result<Spawned, PmiError> {
+        let spawn: SpawnFn = symbol(load()?, b"PMIx_Spawn\0")?;
+        let text = |s: &str| {
+            CString::new(s).map_err(|_| PmiError::Unencodable {
+                kind: PmiKind::Pmix,
+                what: s.into(),
+                max: None,
+            })
+        };
+        // Everything the applications point to, kept alive across the call.
+        struct Owned {
+            cmd: CString,
+            argv: Vec<CString>,
+            env: Vec<CString>,
+            cwd: CString,
+            host: Option<Info>,
+        }
+        let mut owned = Vec::with_capacity(procs.len());
+        for p in procs {
+            let host = if p.host.is_empty() {
+                None
+            } else {
+                Some(text(&p.host)?)
+            };
+            owned.push((
+                Owned {
+                    cmd: text(&p.program)?,
+                    argv: std::iter::once(p.program.as_str())
+                        .chain(p.args.iter().map(String::as_str))
+                        .map(text)
+                        .collect::<Result<_, _>>()?,
+                    env: p
+                        .env
+                        .iter()
+                        .map(|(k, v)| text(&format!("{k}={v}")))
+                        .collect::<Result<_, _>>()?,
+                    cwd: text(&p.wdir)?,
+                    host: None,
+                },
+                host,
+            ));
+        }
+        for (o, host) in &mut owned {
+            o.host = host
+                .as_ref()
+                .map(|h| Info::new("pmix.host", TYPE_STRING, h.as_ptr() as u64));
+        }
+        let ptrs: Vec<(Vec<*const c_char>, Vec<*const c_char>)> = owned
+            .iter()
+            .map(|(o, _)| {
+                let nul = std::iter::once(std::ptr::null());
+                (
+                    o.argv
+                        .iter()
+                        .map(|a| a.as_ptr())
+                        .chain(nul.clone())
+                        .collect(),
+                    o.env.iter().map(|e| e.as_ptr()).chain(nul).collect(),
+                )
+            })
+            .collect();
+        let apps: Vec<App> = owned
+            .iter()
+            .zip(&ptrs)
+            .map(|((o, _), (argv, env))| App {
+                cmd: o.cmd.as_ptr(),
+                argv: argv.as_ptr(),
+                env: env.as_ptr(),
+                cwd: if o.cwd.is_empty() {
+                    std::ptr::null()
+                } else {
+                    o.cwd.as_ptr()
+                },
+                maxprocs: 1,
+                info: o
+                    .host
+                    .as_ref()
+                    .map_or(std::ptr::null(), |i| i as *const Info),
+                ninfo: usize::from(o.host.is_some()),
+            })
+            .collect();
+        let mut nspace = [0 as c_char; NSPACE_LEN + 1];
+        // SAFETY: `apps` and every string and array they point to (in `owned`, `ptrs`)
+        // live across the call, the arrays NULL-terminated; `nspace` has room for a
+        // namespace and its NUL (PMIX_MAX_NSLEN + 1).
+        let rc = unsafe {
+            spawn(
+                std::ptr::null(),
+                0,
+                apps.as_ptr(),
+                apps.len(),
+                nspace.as_mut_ptr(),
+            )
+        };
+        self.check("PMIx_Spawn", rc)?;
+        // SAFETY: NUL-terminated within its length (zeroed beyond what PMIx wrote).
+        let namespace = unsafe { CStr::from_ptr(nspace.as_ptr()) }
+            .to_string_lossy()
+            .into_owned();
+        let mut child = Proc {
+            nspace: [0; NSPACE_LEN],
+            rank: 0,
+        };
+        for (d, s) in child.nspace.iter_mut().zip(&nspace[..NSPACE_LEN - 1]) {
+            *d = *s;
+        }
+        let where_ = (0..procs.len() as u32)
+            .map(|rank| {
+                let p = Proc {
+                    nspace: child.nspace,
+                    rank,
+                };
+                let pid = self
+                    .get_value(&p, "pmix.ppid", |v| match v.kind {
+                        TYPE_PID | TYPE_INT | TYPE_UINT32 | TYPE_UINT => {
+                            u32::try_from(v.data[0] as u32 as i32).ok()
+                        }
+                        _ => None,
+                    })
+                    .ok()
+                    .flatten();
+                let host = self
+                    .get_value(&p, "pmix.hname", |v| {
+                        (v.kind == TYPE_STRING && v.data[0] != 0).then(|| {
+                            // SAFETY: a PMIx string value points to a NUL-terminated string.
+                            unsafe { CStr::from_ptr(v.data[0] as *const c_char) }
+                                .to_string_lossy()
+                                .into_owned()
+                        })
+                    })
+                    .ok()
+                    .flatten();
+                (host, pid)
+            })
+            .collect();
+        Ok(Spawned { namespace, where_ })
     }
 
     /// Gets `key` of `proc` and hands the value to `read` before releasing it.

@@ -18,7 +18,8 @@
 //! ranks' are (one that fails ends the whole job). A singleton, and a spawned job's own
 //! spawn, start them here instead (`start_here`), copying their output a whole line at
 //! a time to this process's (which `spools run` forwards). Under srun, Open MPI's
-//! mpirun or another PMI launcher the spawn fails on every parent with `MPI_ERR_SPAWN`,
+//! mpirun or another PMI launcher they go through the launcher's PMIx spawn; where it
+//! has none (Slurm's, PMI2) the spawn fails on every parent with `MPI_ERR_SPAWN`,
 //! naming why. The job's watchdog is its rendezvous: a child whose process ends before
 //! it finalises ends the new job, and the parents' operations on it fail
 //! (`MPI_ERR_PROC_ABORTED`, fatal under `MPI_ERRORS_ARE_FATAL`: then the whole job
@@ -385,21 +386,6 @@ fn spools_log_warn(s: &str) {
     eprintln!("spools-mpi: warning: {s}");
 }
 
-/// How the root starts its children: through `spools run`, here, or not at all (why).
-fn starter(own: &spools::World) -> Result<bool, String> {
-    use spools::LauncherKind as L;
-    match own.launcher() {
-        // Through the launcher when it hosts the job's rendezvous (else here).
-        L::Spools => Ok(true),
-        L::None => Ok(false),
-        other => Err(format!(
-            "this job was started by {} ({}), which starts no processes for Spools: spawn needs a job started by spools run (or a singleton)",
-            other.name(),
-            own.bootstrap()
-        )),
-    }
-}
-
 /// The root's part before the broadcast: the new job hosted and its children started,
 /// as `OK TICKET TOTAL` (or `ERR MESSAGE`) for the other parents.
 fn root_start(
@@ -410,10 +396,6 @@ fn root_start(
 ) -> (String, Option<HostedJob>) {
     let apps = match apps {
         Ok(a) => a,
-        Err(e) => return (format!("ERR {e}"), None),
-    };
-    let through_launcher = match starter(own) {
-        Ok(l) => l,
         Err(e) => return (format!("ERR {e}"), None),
     };
     let total: u32 = apps.iter().map(|a| a.count).sum();
@@ -428,7 +410,7 @@ fn root_start(
     };
     let procs = procs_of(&apps, parents, job.ticket());
     let ok = format!("OK {} {total}", job.ticket().to_line());
-    if through_launcher {
+    {
         let names: Vec<String> = procs.iter().map(|p| p.program.clone()).collect();
         let server = job.server().clone();
         // A child that ends before it joined ends the new job at once, so that nobody
