@@ -34,6 +34,8 @@ pub(crate) struct Spawned {
     /// `" on host NAME"` in a multi-host job, else empty.
     pub(crate) place: String,
     pub(crate) exited: bool,
+    /// Since when it has been seen stopped (`--liveness`).
+    pub(crate) stopped_since: Option<std::time::Instant>,
     /// Started by a request that failed as a whole: killed, its end told to nobody.
     pub(crate) abandoned: bool,
 }
@@ -205,6 +207,7 @@ fn start_one(
         program: p.program.clone(),
         place,
         exited: false,
+        stopped_since: None,
         abandoned: false,
     })
 }

@@ -140,13 +140,19 @@ impl Supervisor {
         if self.failure.is_some() || status.success() {
             return;
         }
+        self.fail_for_child(rank, &what, &how, code_of(status));
+    }
+
+    /// Ends the job in the name of `rank` because a process it asked for (`what`)
+    /// failed (`how`).
+    fn fail_for_child(&mut self, rank: u32, what: &str, how: &str, code: i32) {
         spools_boot::logger::warn(format_args!(
             "spools run: rank {rank}'s {what} {how}; stopping the job"
         ));
         let cause = format!("its {what} {how}");
         self.server.abort(rank, &cause);
         self.failure = Some((rank, cause));
-        self.exit_code = code_of(status);
+        self.exit_code = code;
         self.kill_at = Some(Instant::now() + self.grace);
     }
 
@@ -222,6 +228,26 @@ impl Supervisor {
                     ),
                     1,
                 );
+                return;
+            }
+        }
+        // The processes ranks asked for, likewise, in their requester's name.
+        for c in &mut self.children {
+            if c.exited || !is_stopped(c.pid) {
+                c.stopped_since = None;
+                continue;
+            }
+            let since = *c.stopped_since.get_or_insert(now);
+            if now.duration_since(since) >= limit {
+                let (rank, what) = (
+                    c.requester,
+                    format!("spawned process {} ({}){}", c.index, c.program, c.place),
+                );
+                let how = format!(
+                    "stayed stopped (SIGSTOP or a debugger) for {:.1} s, past the liveness timeout (SPOOLS_LIVENESS_TIMEOUT)",
+                    limit.as_secs_f64()
+                );
+                self.fail_for_child(rank, &what, &how, 1);
                 return;
             }
         }

@@ -9,12 +9,15 @@
  * Prints "ok spawn N ranks" on rank 0 of the parents.
  * With argument "killed": the parents spawn 2 children, child 1 kills itself (SIGKILL)
  * once it has joined, and the parents' receive from it must end the job (the test
- * checks the job's exit and that nothing is left in /dev/shm).
+ * checks the job's exit and that nothing is left in /dev/shm); with "stopped" child 1
+ * stops itself (SIGSTOP) instead, and the launcher's liveness timeout ends the job.
  * With arguments "hosts HOST": the parents spawn 4 children, which say hello (output the
  * launcher forwards) and send their host names to parent 0, which prints them in child
  * order ("spawned on A,B,C,D"); then one child on HOST (the info key "host"), whose host
  * parent 0 prints ("named host: H"); a host that is not the job's fails with
- * MPI_ERR_SPAWN on every parent. */
+ * MPI_ERR_SPAWN on every parent.
+ * With argument "refused" (a launcher that cannot spawn): the spawn fails with
+ * MPI_ERR_SPAWN on every parent, and each prints "refused: MESSAGE". */
 #include <signal.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,9 +40,9 @@ static int child(MPI_Comm parent, const char *round) {
   CHECK(inter, "the parent communicator is not an intercommunicator");
   OK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_APPNUM, &ap, &flag));
   if (flag) appnum = *ap;
-  if (strcmp(round, "killedchild") == 0) {
+  if (strcmp(round, "killedchild") == 0 || strcmp(round, "stoppedchild") == 0) {
     int x;
-    if (rank == 1) raise(SIGKILL);
+    if (rank == 1) raise(round[0] == 'k' ? SIGKILL : SIGSTOP);
     /* Never sent: the job ends around this receive. */
     MPI_Recv(&x, 1, MPI_INT, 0, 9, parent, MPI_STATUS_IGNORE);
     return 1;
@@ -111,8 +114,8 @@ int main(int argc, char **argv) {
   int rank, size;
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  if (argc > 1 && strcmp(argv[1], "killed") == 0) {
-    char *args_killed[] = {"killedchild", NULL};
+  if (argc > 1 && (strcmp(argv[1], "killed") == 0 || strcmp(argv[1], "stopped") == 0)) {
+    char *args_killed[] = {argv[1][0] == 'k' ? "killedchild" : "stoppedchild", NULL};
     MPI_Comm kids;
     int x;
     OK(MPI_Comm_spawn(argv[0], args_killed, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &kids,
@@ -123,6 +126,21 @@ int main(int argc, char **argv) {
     return 1;
   }
 
+  if (argc > 1 && strcmp(argv[1], "refused") == 0) {
+    MPI_Comm kids = MPI_COMM_NULL;
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int rc = MPI_Comm_spawn(argv[0], MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_WORLD,
+                            &kids, MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "refused spawn: rc %d class %d", rc, class_of(rc));
+    char msg[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    MPI_Error_string(rc, msg, &len);
+    printf("refused: %s\n", msg);
+    fflush(stdout);
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    OK(MPI_Finalize());
+    return 0;
+  }
   if (argc > 2 && strcmp(argv[1], "hosts") == 0) {
     char *args_where[] = {"where", NULL};
     MPI_Comm kids;

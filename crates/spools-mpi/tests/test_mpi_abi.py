@@ -111,6 +111,14 @@ def test_a_spawned_child_that_dies_ends_the_job_and_leaves_nothing_in_dev_shm(
     assert not left, left
 
 
+def test_a_spawned_child_that_stays_stopped_ends_the_job_past_the_liveness_timeout(
+        build, spools_run):
+    job = spools_run(1, build("spawn"), "stopped", timeout=60,
+                     env={"SPOOLS_LIVENESS_TIMEOUT": "1"})
+    assert job.code != 0 and "FAIL" not in job.out, job
+    assert "rank 0's spawned process 1" in job.err and "stayed stopped" in job.err, job
+
+
 def test_spawned_children_run_on_the_jobs_hosts_and_their_output_is_forwarded_tagged(
         build, spools_run, hosts):
     # Under --hosts, spools run starts the children through its agent, spread as the
@@ -163,6 +171,33 @@ def test_a_spawn_under_open_mpi_s_mpirun_goes_through_its_pmix_spawn(build):
     spawns = re.findall(r"spools: (\d+) processes started through Open MPI's PMIx spawn", job.err)
     # 3 together, one per parent alone, 3 of two commands, then `true`.
     assert sorted(map(int, spawns)) == [1, 1, 1, 3, 3], job
+
+
+def test_a_spawn_under_a_launcher_without_pmix_fails_on_every_parent_naming_why(
+        build, tmp_path):
+    # Two ranks as Open MPI's mpirun would start them, but meeting through a rendezvous
+    # file and with no PMIx server: each gets MPI_ERR_SPAWN saying so, nobody waits.
+    prog, procs = build("spawn"), []
+    for r in range(2):
+        env = dict(os.environ, OMPI_COMM_WORLD_RANK=str(r), OMPI_COMM_WORLD_SIZE="2",
+                   SPOOLS_BOOTSTRAP="file:%s" % (tmp_path / "rdv"),
+                   LD_LIBRARY_PATH=str(Path(spools_bin()).parent))
+        for k in ("PMIX_NAMESPACE", "PMI_FD", "SPOOLS_RANK", "SPOOLS_SIZE"):
+            env.pop(k, None)
+        procs.append(subprocess.Popen([str(prog), "refused"], env=env, text=True,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    outs = []
+    try:
+        for p in procs:
+            outs.append((p.wait(timeout=120),) + p.communicate(timeout=10))
+    finally:
+        for p in procs:
+            p.kill()
+    for code, out, err in outs:
+        assert code == 0 and "FAIL" not in err, (code, out, err)
+        assert out.startswith("refused: "), (out, err)
+        assert "started by Open MPI" in out and "no PMIx server" in out, out
+    assert outs[0][1] == outs[1][1], outs
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
