@@ -200,6 +200,38 @@ def test_a_spawn_under_a_launcher_without_pmix_fails_on_every_parent_naming_why(
     assert outs[0][1] == outs[1][1], outs
 
 
+def test_a_spawn_under_srun_whose_pmix_has_no_spawn_fails_on_every_parent_naming_why(
+        build, tmp_path):
+    # Debian's Slurm (a one-node cluster, scripts/slurm-cluster.sh): `srun --mpi=pmix`
+    # gives the ranks a PMIx server without a spawn, which every parent hears of.
+    if not shutil.which("srun"):
+        if os.environ.get("SPOOLS_REQUIRE_SLURM") == "1":
+            pytest.fail("srun missing but SPOOLS_REQUIRE_SLURM=1")
+        pytest.skip("no Slurm (srun)")
+    if os.geteuid() != 0:
+        pytest.skip("the test cluster's slurmd runs as root")
+    cluster = tmp_path / "slurm"
+    cluster.mkdir()
+    script = str(REPO / "scripts" / "slurm-cluster.sh")
+    env = dict(os.environ, SPOOLS_SLURM_OWNER=str(os.getpid()))
+    r = subprocess.run(["bash", script, "start", str(cluster)], env=env, capture_output=True,
+                       text=True, timeout=180)
+    assert r.returncode == 0, r
+    try:
+        env = dict(os.environ, SLURM_CONF=str(cluster / "slurm.conf"),
+                   LD_LIBRARY_PATH=str(Path(spools_bin()).parent))
+        for k in ("SPOOLS_RANK", "SPOOLS_SIZE", "SPOOLS_BOOTSTRAP", "PMIX_NAMESPACE"):
+            env.pop(k, None)
+        job = run_job(["srun", "-n", "2", "--mpi=pmix", "-t", "2", str(build("spawn")),
+                       "refused"], env=env, timeout=150)
+    finally:
+        subprocess.run(["bash", script, "stop", str(cluster)], capture_output=True, timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    lines = job.out.splitlines()
+    assert len(lines) == 2 and lines[0] == lines[1], job
+    assert "started by Slurm" in lines[0] and "PMIx spawn failed" in lines[0], job
+
+
 @pytest.mark.parametrize("n", [2, 3, 4])
 def test_ports_names_and_joins_connect_groups_and_bad_meetings_fail_every_rank(
         build, spools_run, n):
