@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use spools_proto::am::{AmHeader, Bulk, Put, Short, Status, StatusCode, StatusOp, SHORT_LEN};
 use spools_proto::auth::Secret;
-use spools_proto::boot::{CollOp, Endpoint, Frame, ToRank, ToServer};
+use spools_proto::boot::{CollOp, Endpoint, Frame, SpawnProc, ToRank, ToServer};
 use spools_proto::handshake::{Client, Identity, Purpose, Server};
 
 /// Keys and nonces of `fuzz/fuzz_targets/handshake.rs`.
@@ -164,6 +164,40 @@ fn seeds() -> Vec<(&'static str, &'static str, Vec<u8>)> {
                 parts: vec![b"a".to_vec(), Vec::new(), b"ccc".to_vec()],
             }
             .encode(),
+        ),
+        (
+            "boot",
+            "spawn",
+            ToServer::Spawn {
+                id: 2,
+                procs: vec![SpawnProc {
+                    program: "/bin/prog".into(),
+                    args: vec!["child".into()],
+                    env: vec![("SPOOLS_RANK".into(), "2".into())],
+                    wdir: "/tmp".into(),
+                    host: "node-b".into(),
+                }],
+            }
+            .encode(),
+        ),
+        (
+            "boot",
+            "spawned-then-exit",
+            [
+                ToRank::Spawned {
+                    id: 2,
+                    refused: None,
+                }
+                .encode(),
+                ToRank::SpawnExit {
+                    id: 2,
+                    index: 0,
+                    success: false,
+                    how: "was killed by signal 9 (SIGKILL)".into(),
+                }
+                .encode(),
+            ]
+            .concat(),
         ),
         (
             "handshake",

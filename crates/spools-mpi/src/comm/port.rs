@@ -378,6 +378,28 @@ fn service_file(s: &str, call: &'static str) -> Result<PathBuf, MpiError> {
     Ok(names_dir(call)?.join(hex))
 }
 
+/// What `MPI_Publish_name` and `MPI_Unpublish_name` read: the service, the port and
+/// the service's file (once MPI is initialised).
+///
+/// # Safety
+/// Both pointers NULL or NUL-terminated strings (the callers' contract).
+unsafe fn service_args(
+    service_name: *const c_char,
+    port_name: *const c_char,
+    call: &'static str,
+) -> Result<(String, String, PathBuf), MpiError> {
+    rt(call)?;
+    // SAFETY: the caller's contract.
+    let (service, port) = unsafe {
+        (
+            string(service_name, "service_name", call)?,
+            string(port_name, "port_name", call)?,
+        )
+    };
+    let f = service_file(&service, call)?;
+    Ok((service, port, f))
+}
+
 /// `MPI_Publish_name`: publishes `port_name` as `service_name` for programs of this
 /// user on this host (`MPI_ERR_SERVICE` if the service is published already).
 #[no_mangle]
@@ -389,15 +411,8 @@ pub unsafe extern "C" fn MPI_Publish_name(
     let _ = info;
     let call = "MPI_Publish_name";
     let r = (|| {
-        rt(call)?;
         // SAFETY: the caller's contract.
-        let (service, port) = unsafe {
-            (
-                string(service_name, "service_name", call)?,
-                string(port_name, "port_name", call)?,
-            )
-        };
-        let f = service_file(&service, call)?;
+        let (service, port, f) = unsafe { service_args(service_name, port_name, call) }?;
         let tmp = f.with_extension(format!("tmp{}", std::process::id()));
         let write = || -> std::io::Result<()> {
             use std::io::Write;
@@ -477,15 +492,8 @@ pub unsafe extern "C" fn MPI_Unpublish_name(
     let _ = info;
     let call = "MPI_Unpublish_name";
     let r = (|| {
-        rt(call)?;
         // SAFETY: the caller's contract.
-        let (service, port) = unsafe {
-            (
-                string(service_name, "service_name", call)?,
-                string(port_name, "port_name", call)?,
-            )
-        };
-        let f = service_file(&service, call)?;
+        let (service, port, f) = unsafe { service_args(service_name, port_name, call) }?;
         match read_name(&f) {
             Ok(p) if p == port => std::fs::remove_file(&f).map_err(|e| {
                 MpiError::invalid(MPI_ERR_SERVICE, format!("{call}: {service:?}: {e}"))
