@@ -525,6 +525,11 @@ impl Worker {
         &self.core.heaps
     }
 
+    /// Whether `other` is this worker (a clone of it): the same job's.
+    pub fn same(&self, other: &Worker) -> bool {
+        Arc::ptr_eq(&self.core, &other.core)
+    }
+
     /// Polls until `cond()` holds: spin, then sleep until woken.
     ///
     /// # Errors

@@ -1,8 +1,8 @@
 //! Processes the ranks ask for (MPI's `MPI_Comm_spawn`: `ToServer::Spawn`): started as
 //! ranks are (on this host or through the agent, `hosts.rs`), their output forwarded
-//! (tagged `[spawn,i]` with `--tag-output`), supervised as ranks are (`supervisor.rs`:
-//! one that exits with a failure ends the job), and each one's end told to the rank that
-//! asked (`ToRank::SpawnExit`).
+//! (tagged `[S,I]` with `--tag-output`: the job's S-th request, its I-th process),
+//! supervised as ranks are (`supervisor.rs`: one that exits with a failure ends the
+//! job), and each one's end told to the rank that asked (`ToRank::SpawnExit`).
 //!
 //! Placement: a process that names a host runs there (it must be one of the job's, or
 //! this host for a job without `--hosts`); the others are spread as the job's ranks are,
@@ -191,14 +191,18 @@ fn start_one(
         }
     }
     let tx = tx.clone();
-    std::thread::Builder::new()
+    let waiter = std::thread::Builder::new()
         .name("spools-run-wait".into())
         .spawn(move || {
             if let Ok(status) = child.wait() {
                 let _ = tx.send(Event::ChildExited(slot, status));
             }
-        })
-        .map_err(|e| format!("cannot watch {:?}: {e}", p.program))?;
+        });
+    if let Err(e) = waiter {
+        // Nobody else knows of it: stop it (its group) before saying why.
+        crate::process::kill_rank(usize::MAX, pid, libc::SIGKILL);
+        return Err(format!("cannot watch {:?}: {e}", p.program));
+    }
     Ok(Spawned {
         pid,
         requester: req.requester,

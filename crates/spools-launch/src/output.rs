@@ -1,8 +1,9 @@
 //! A rank's output, forwarded as whole lines: each rank's standard output and error come
 //! to the launcher through pipes of their own, and one thread per pipe writes whole lines
-//! (each prefixed by `[rank] ` with `--tag-output`, `[spawn,i] ` for a spawned process) to the launcher's own stream, every
-//! line within one write (the lines of one read go out in one write), so that concurrent
-//! ranks' lines never mix inside a line, whatever pieces the ranks wrote them in. A last
+//! (each prefixed by `[rank] ` with `--tag-output`, `[S,I] ` for the I-th process of the
+//! job's S-th spawn) to the launcher's own stream, every line within one write (the
+//! lines of one read go out in one write), so that concurrent ranks' lines never mix
+//! inside a line, whatever pieces the ranks wrote them in. A last
 //! line without a newline goes out when the rank closes the stream (at its exit). A line
 //! longer than [`MAX_LINE`] goes out in pieces of that size (so a rank's line never makes
 //! the launcher hold more): another rank's line may then come between two pieces. So does

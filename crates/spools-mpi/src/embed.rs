@@ -31,6 +31,18 @@ pub struct InterShape {
     pub local_rank: u32,
 }
 
+/// Keeps a job joined after `MPI_Init` (a spawn's, a port's) joined while held: the
+/// process leaves it at `MPI_Finalize` rather than at the `MPI_Comm_disconnect` of its
+/// last MPI communicator, so that a `spools.Comm` of it stays usable.
+#[derive(Clone)]
+pub struct JobHold(#[allow(dead_code)] std::sync::Arc<crate::comm::WorldCtx>);
+
+impl std::fmt::Debug for JobHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JobHold").finish_non_exhaustive()
+    }
+}
+
 /// The Spools side of an MPI communicator.
 #[derive(Debug, Clone)]
 pub struct Embedded {
@@ -40,6 +52,8 @@ pub struct Embedded {
     pub comm: Communicator,
     /// `Some` for an intercommunicator.
     pub inter: Option<InterShape>,
+    /// For a communicator of a job joined after `MPI_Init`: what keeps it joined.
+    pub hold: Option<JobHold>,
 }
 
 /// The Spools communicator behind the MPI communicator `handle` (its value as the
@@ -61,6 +75,7 @@ pub fn communicator(handle: usize) -> Result<Embedded, EmbedError> {
                 remote_size: i.remote.len() as u32,
                 local_rank: i.local_rank,
             }),
+            hold: (!c.ctx.is_own()).then(|| JobHold(c.ctx.clone())),
         }),
         Err(crate::env::error::MpiError::NotInitialized(_)) => Err(EmbedError::NotHere),
         Err(_) => Err(EmbedError::Handle(handle)),

@@ -86,6 +86,12 @@ impl Communicator {
         self.core.engine.worker.heaps()
     }
 
+    /// The active-message worker of the communicator's job (whose progress moves its
+    /// messages): a process in several jobs (MPI's spawn) has one per job.
+    pub fn worker(&self) -> &spools_am::Worker {
+        &self.core.engine.worker
+    }
+
     /// This rank in the communicator.
     pub fn rank(&self) -> u32 {
         self.core.rank

@@ -66,6 +66,11 @@ impl Request {
         &self.comm.engine
     }
 
+    /// The worker whose progress completes the operation (its communicator's job's).
+    pub fn worker(&self) -> &spools_am::Worker {
+        &self.engine().worker
+    }
+
     /// Whether the operation is complete, without driving progress.
     pub fn is_complete(&self) -> bool {
         match &self.op {

@@ -30,7 +30,7 @@
 //! ```
 
 use crate::codec::{put_bytes, put_u32, put_u64, Reader};
-pub use crate::spawn::{SpawnProc, MAX_SPAWN_PROCS, MAX_SPAWN_TEXT, MAX_SPAWN_WORDS};
+pub use crate::spawn::{check_spawn, SpawnProc, MAX_SPAWN_PROCS, MAX_SPAWN_TEXT, MAX_SPAWN_WORDS};
 use crate::WireError;
 
 /// Largest bootstrap frame accepted (the runtime's allgather carries small tables).
@@ -243,6 +243,17 @@ fn framed(tag: u8, body: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
     v
 }
 
+/// Puts a message in words (a cause, a reason), cut at [`MAX_TEXT`] bytes on a character
+/// boundary: what the decoder accepts, however long the text a caller made (a program
+/// name, a list of hosts).
+fn put_text(v: &mut Vec<u8>, s: &str) {
+    let mut end = s.len().min(MAX_TEXT);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    put_bytes(v, &s.as_bytes()[..end]);
+}
+
 fn put_endpoint(v: &mut Vec<u8>, e: &Endpoint) {
     put_bytes(v, e.host.as_bytes());
     put_u32(v, e.pid);
@@ -354,10 +365,10 @@ impl Frame for ToServer {
                     put_u64(v, *n);
                 }
             }),
-            ToServer::Abort { cause } => framed(4, |v| put_bytes(v, cause.as_bytes())),
+            ToServer::Abort { cause } => framed(4, |v| put_text(v, cause)),
             ToServer::Blame { rank, cause } => framed(5, |v| {
                 put_u32(v, *rank);
-                put_bytes(v, cause.as_bytes());
+                put_text(v, cause);
             }),
             ToServer::Spawn { id, procs } => framed(6, |v| {
                 put_u32(v, *id);
@@ -432,9 +443,9 @@ impl Frame for ToRank {
             ToRank::Finalized => framed(3, |_| {}),
             ToRank::Abort { rank, cause } => framed(4, |v| {
                 put_u32(v, *rank);
-                put_bytes(v, cause.as_bytes());
+                put_text(v, cause);
             }),
-            ToRank::Refused { reason } => framed(5, |v| put_bytes(v, reason.as_bytes())),
+            ToRank::Refused { reason } => framed(5, |v| put_text(v, reason)),
             ToRank::Finalizing {
                 rank,
                 collectives,
@@ -450,7 +461,7 @@ impl Frame for ToRank {
                     None => v.push(0),
                     Some(why) => {
                         v.push(1);
-                        put_bytes(v, why.as_bytes());
+                        put_text(v, why);
                     }
                 }
             }),
@@ -463,7 +474,7 @@ impl Frame for ToRank {
                 put_u32(v, *id);
                 put_u32(v, *index);
                 v.push(u8::from(*success));
-                put_bytes(v, how.as_bytes());
+                put_text(v, how);
             }),
         }
     }

@@ -499,3 +499,45 @@ fn text_fields_at_the_limit_round_trip() {
         );
     }
 }
+
+/// Words longer than the decoder takes (a cause naming a long program, a refusal listing
+/// many hosts) go out cut at `MAX_TEXT` bytes on a character boundary, and decode.
+#[test]
+fn long_words_are_cut_to_what_the_decoder_takes() {
+    let long = format!("x{}", "é".repeat(MAX_TEXT));
+    for m in [
+        ToRank::Abort {
+            rank: 1,
+            cause: long.clone(),
+        },
+        ToRank::Spawned {
+            id: 1,
+            refused: Some(long.clone()),
+        },
+        ToRank::SpawnExit {
+            id: 1,
+            index: 2,
+            success: false,
+            how: long.clone(),
+        },
+    ] {
+        let (back, _) = decode_frame::<ToRank>(&m.encode()).unwrap().unwrap();
+        let text = match back {
+            ToRank::Abort { cause, .. } => cause,
+            ToRank::Spawned { refused, .. } => refused.unwrap(),
+            ToRank::SpawnExit { how, .. } => how,
+            other => panic!("{other:?}"),
+        };
+        assert!(
+            text.len() <= MAX_TEXT && text.len() >= MAX_TEXT - 1,
+            "{}",
+            text.len()
+        );
+        assert!(long.starts_with(&text));
+    }
+    let m = ToServer::Abort {
+        cause: long.clone(),
+    };
+    let (back, _) = decode_frame::<ToServer>(&m.encode()).unwrap().unwrap();
+    assert!(matches!(back, ToServer::Abort { cause } if long.starts_with(&cause)));
+}

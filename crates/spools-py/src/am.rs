@@ -20,7 +20,7 @@
 //! docs forbid it, and the calls of this area (RPC, pipes, streams) refuse it
 //! ([`in_rpc`]).
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Mutex, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -30,7 +30,7 @@ use spools::{RpcError, RpcHandle};
 use crate::comm::Comm;
 use crate::errors::{self, Kind};
 use crate::reentry::{in_rpc, reentering, refuse_in_rpc, IN_RPC};
-use crate::runtime::{self, Runtime};
+use crate::runtime;
 
 /// An attribute of `spools._am`, looked up once.
 fn am_attr<'py>(
@@ -266,7 +266,7 @@ impl Comm {
             state: Mutex::new(State::Pending(h)),
             rank: h_rank(rank),
             name: name.to_string(),
-            rt: self.rt.clone(),
+            worker: self.comm.worker().clone(),
         })
     }
 }
@@ -294,7 +294,8 @@ pub(crate) struct RpcRequest {
     state: Mutex<State>,
     rank: u32,
     name: String,
-    rt: Arc<Runtime>,
+    /// The worker of the communicator's job, whose progress brings the reply.
+    worker: spools::Worker,
 }
 
 impl RpcRequest {
@@ -340,7 +341,7 @@ impl RpcRequest {
     /// Whether the reply has arrived (drives progress once; never waits).
     fn done(&self, py: Python<'_>) -> bool {
         if !in_rpc() {
-            let worker = self.rt.worker.clone();
+            let worker = self.worker.clone();
             let _ = runtime::blocking(py, || worker.progress());
         }
         match self.state.try_lock() {

@@ -26,6 +26,9 @@ pub(crate) struct Comm {
     /// its point-to-point view, the remote group first (`mpi_abi::embed::Embedded`):
     /// messages and RPCs address the remote group's ranks; group operations are refused.
     pub(crate) inter: Option<mpi_abi::embed::InterShape>,
+    /// For a communicator of an MPI job joined after `MPI_Init`: keeps this process in
+    /// that job while the communicator lives (`mpi_abi::embed::JobHold`).
+    hold: Option<mpi_abi::embed::JobHold>,
 }
 
 impl Comm {
@@ -35,7 +38,15 @@ impl Comm {
             rt,
             io: OnceLock::new(),
             inter: None,
+            hold: None,
         }
+    }
+
+    /// The communicator of an MPI communicator of a job joined after `MPI_Init`, which
+    /// `hold` keeps this process in.
+    pub(crate) fn holding(mut self, hold: Option<mpi_abi::embed::JobHold>) -> Comm {
+        self.hold = hold;
+        self
     }
 
     /// The communicator of an MPI intercommunicator of groups `shape` (see `inter`).

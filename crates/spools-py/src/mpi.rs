@@ -56,9 +56,17 @@ impl Comm {
                 runtime::get()?
             }
         };
+        // A job joined after MPI_Init has a worker of its own: Ctrl-C interrupts its
+        // waits too.
+        if !c.comm.worker().same(&rt.worker) {
+            c.comm
+                .worker()
+                .set_interrupt(Some(std::sync::Arc::new(crate::interrupt::interrupt_check)));
+        }
         Ok(match c.inter {
             None => Comm::new(c.comm, rt),
             Some(shape) => Comm::new_inter(c.comm, rt, shape),
-        })
+        }
+        .holding(c.hold))
     }
 }

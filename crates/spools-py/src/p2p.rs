@@ -749,17 +749,60 @@ fn wait_any(py: Python<'_>, requests: &Bound<'_, PyAny>) -> PyResult<(usize, PyS
     }
     runtime::check_live()?;
     let rt = runtime::get()?;
+    // Requests of jobs joined after MPI_Init (a spawn's) complete by their own job's
+    // progress, which the runtime's worker does not drive.
+    let mut others: Vec<spools::Worker> = Vec::new();
+    for r in refs
+        .iter()
+        .zip(&pending)
+        .filter(|(_, &p)| p)
+        .map(|(r, _)| r)
+    {
+        if let Ok(g) = r.get().inner.try_lock() {
+            if let Some(w) = g.as_ref().map(|q| q.worker().clone()) {
+                if !w.same(&rt.worker) && !others.iter().any(|o| o.same(&w)) {
+                    others.push(w);
+                }
+            }
+        }
+    }
     let res = runtime::blocking(py, || {
         let mut hit = None;
-        rt.worker
-            .wait_for(|| {
-                hit = refs
-                    .iter()
-                    .zip(&pending)
-                    .position(|(r, &p)| p && looks_done(r.get()));
-                hit.is_some()
-            })
-            .map_err(|e| WaitError::Msg(e.into()))?;
+        let mut found = || {
+            hit = refs
+                .iter()
+                .zip(&pending)
+                .position(|(r, &p)| p && looks_done(r.get()));
+            hit.is_some()
+        };
+        if others.is_empty() {
+            rt.worker
+                .wait_for(found)
+                .map_err(|e| WaitError::Msg(e.into()))?;
+        } else {
+            // Every job's progress in turn, until one request is done; a failed job
+            // (a dead rank) or Ctrl-C ends the wait as a single job's would.
+            let mut idle = 0u32;
+            while !found() {
+                let mut moved = rt.worker.progress().map_err(|e| WaitError::Msg(e.into()))?;
+                for w in &others {
+                    moved += w.progress().map_err(|e| WaitError::Msg(e.into()))?;
+                }
+                if moved > 0 {
+                    idle = 0;
+                } else {
+                    idle = idle.saturating_add(1);
+                    if idle > 1000 {
+                        if crate::interrupt::interrupt_check() {
+                            return Err(WaitError::Msg(spools::AmError::Interrupted.into()));
+                        }
+                        std::thread::sleep(std::time::Duration::from_micros(50));
+                    } else {
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        }
         let i = hit.unwrap_or(0);
         // A finished request gives its stored status or error at once.
         let st = refs.get(i).map(|r| r.get().wait_nogil()).transpose()?;

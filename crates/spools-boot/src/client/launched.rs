@@ -121,7 +121,10 @@ impl Bootstrap {
             LauncherKind::Spools => {}
             other => return self.launch_through_pmi(other, procs),
         }
-        let (id, rx) = self.requests.register(exits);
+        if let Err(why) = spools_proto::boot::check_spawn(&procs) {
+            return Err(LaunchRefused::Failed(why));
+        }
+        let (id, rx) = self.requests.register(exits, procs.len());
         let forget = || self.requests.forget(id);
         let sent = write_frame(
             &mut *self.writer.lock().unwrap_or_else(PoisonError::into_inner),

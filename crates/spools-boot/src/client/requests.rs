@@ -15,6 +15,8 @@ pub type Exits = Arc<dyn Fn(u32, bool, &str) + Send + Sync>;
 struct Pending {
     answer: Option<Sender<Option<String>>>,
     exits: Exits,
+    /// Processes whose end is still to come (the entry goes with the last).
+    running: usize,
 }
 
 /// The requests of one rank.
@@ -25,8 +27,9 @@ pub(crate) struct Requests {
 }
 
 impl Requests {
-    /// A new request: its number, and where its answer comes (`None`: all started).
-    pub(crate) fn register(&self, exits: Exits) -> (u32, Receiver<Option<String>>) {
+    /// A new request of `procs` processes: its number, and where its answer comes
+    /// (`None`: all started).
+    pub(crate) fn register(&self, exits: Exits, procs: usize) -> (u32, Receiver<Option<String>>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = channel();
         self.by_id
@@ -37,6 +40,7 @@ impl Requests {
                 Pending {
                     answer: Some(tx),
                     exits,
+                    running: procs,
                 },
             );
         (id, rx)
@@ -65,14 +69,16 @@ impl Requests {
 
     /// Process `index` of request `id` ended.
     pub(crate) fn ended(&self, id: u32, index: u32, success: bool, how: &str) {
-        let exits = self
-            .by_id
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&id)
-            .map(|p| p.exits.clone());
-        if let Some(f) = exits {
-            f(index, success, how);
-        }
+        let exits = {
+            let mut by_id = self.by_id.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(p) = by_id.get_mut(&id) else { return };
+            let f = p.exits.clone();
+            p.running = p.running.saturating_sub(1);
+            if p.running == 0 {
+                by_id.remove(&id);
+            }
+            f
+        };
+        exits(index, success, how);
     }
 }

@@ -55,6 +55,15 @@ pub enum PmiError {
         /// Which interface.
         kind: PmiKind,
     },
+    /// The thread that makes the call could not be started, or ended without an answer
+    /// (the library aborted it).
+    #[error("the thread calling {call} could not start or ended without an answer: {why}")]
+    Thread {
+        /// The function.
+        call: &'static str,
+        /// What happened.
+        why: String,
+    },
     /// The call did not return within the time allowed.
     #[error("{call} did not return within {secs} s")]
     NoReturn {

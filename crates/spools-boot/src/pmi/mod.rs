@@ -61,16 +61,23 @@ pub fn spawn(
             };
             let _ = tx.send(run());
         });
-    if started.is_err() {
-        return Err(PmiError::NoReturn {
+    if let Err(e) = started {
+        return Err(PmiError::Thread {
             call: "PMIx_Spawn",
-            secs: 0,
+            why: e.to_string(),
         });
     }
-    rx.recv_timeout(timeout).unwrap_or(Err(PmiError::NoReturn {
-        call: "PMIx_Spawn",
-        secs: timeout.as_secs(),
-    }))
+    match rx.recv_timeout(timeout) {
+        Ok(r) => r,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(PmiError::NoReturn {
+            call: "PMIx_Spawn",
+            secs: timeout.as_secs(),
+        }),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(PmiError::Thread {
+            call: "PMIx_Spawn",
+            why: "it ended without an answer".into(),
+        }),
+    }
 }
 
 /// Opens a session with the interface `kind`, waiting at most `timeout` in the fence.
