@@ -2,7 +2,8 @@
 intercommunicator as a `spools.Comm` (`spools.Comm(parent)` in the children): its rank
 and size are its own group's, `remote_size` the other's, messages go to the other
 group's ranks (and match mpi4py's on the same intercommunicator), and group operations
-are refused by name. The merged communicator, which lives in the spawned job, is a
+are refused by name; requests and RPCs on it complete (wait_any, RpcRequest.done()
+drive the spawned job's progress). The merged communicator, which lives in the spawned job, is a
 `spools.Comm` like any other on both sides (an allreduce over it), and so is each
 child's MPI_COMM_WORLD. Prints one line per process."""
 
@@ -30,6 +31,16 @@ if parent == MPI.COMM_NULL:
     for c in range(2):
         inter.send(b"hello %d" % c, c, tag=7)
     back = sorted(kids.recv(source=c, tag=8) for c in range(2))
+    # Requests and RPCs of the spawned job complete by that job's progress.
+    bufs = [bytearray(3) for _ in range(2)]
+    reqs = [inter.Irecv(bufs[c], c, tag=9) for c in range(2)]
+    first, _ = spools.wait_any(reqs)
+    second, _ = spools.wait_any(reqs)
+    assert {first, second} == {0, 1} and bufs == [b"c0!", b"c1!"], (first, second, bufs)
+    r = inter.call_async(1, "twice", 21)
+    while not r.done():
+        pass
+    assert r.result() == 42 and inter.call(0, "twice", 5) == 10
     merged = kids.Merge()
     total = spools.Comm(merged).allreduce(10)
     merged.Free()
@@ -43,7 +54,9 @@ else:
     assert refused(inter)
     got = bytes(inter.recv(0, tag=7))
     assert got == b"hello %d" % me, got
+    inter.register_rpc("twice", lambda x: 2 * x)
     parent.send(me * 100, dest=0, tag=8)
+    inter.Send(b"c%d!" % me, 0, tag=9)
     merged = parent.Merge(True)
     total = spools.Comm(merged).allreduce(10)
     merged.Free()
