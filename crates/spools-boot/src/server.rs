@@ -81,6 +81,11 @@ struct Shared {
     /// Whether a rank may leave once it announced that it finalises, without waiting for
     /// the others (a job that processes join beside their own: [`RendezvousServer::allow_departures`]).
     departures: std::sync::atomic::AtomicBool,
+    /// Set once every rank finalised in a job that allows departures: the listening
+    /// thread ends at its next wake-up (its socket closed), since nobody joins any more.
+    closing: std::sync::atomic::AtomicBool,
+    /// Where it listens, to wake its accept once it closes.
+    addr: SocketAddr,
     st: Mutex<St>,
     final_cv: Condvar,
     events: Mutex<Option<Sender<ServerEvent>>>,
@@ -168,6 +173,8 @@ impl RendezvousServer {
             job,
             supervised,
             departures: std::sync::atomic::AtomicBool::new(false),
+            closing: std::sync::atomic::AtomicBool::new(false),
+            addr,
             st: Mutex::new(St {
                 endpoints: vec![Endpoint::default(); size as usize],
                 writers: (0..size).map(|_| None).collect(),
@@ -187,6 +194,10 @@ impl RendezvousServer {
             .spawn(move || {
                 let gate = Admission::new();
                 for conn in listener.incoming() {
+                    if sh.closing.load(std::sync::atomic::Ordering::Acquire) {
+                        // The job is over: the socket closes with this thread.
+                        return;
+                    }
                     let Ok(conn) = conn else { continue };
                     let sh = sh.clone();
                     let ticket = gate.admit(&conn);
@@ -476,6 +487,16 @@ fn collective(sh: &Shared, rank: u32, seq: u64, op: CollOp, data: Vec<u8>) {
     broadcast(&mut st, None, &ToRank::Collective { seq, parts: result });
 }
 
+/// The address that reaches a listener bound at `addr` from this process (loopback for
+/// one bound to every interface).
+fn wake_addr(addr: SocketAddr) -> SocketAddr {
+    let mut a = addr;
+    if a.ip().is_unspecified() {
+        a.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    a
+}
+
 /// Hands a request to start processes to the launcher, or, for a server no launcher
 /// hosts (rank 0's, a spawn's own), refuses it at once ([`NOT_A_LAUNCHER`]).
 fn spawn_request(sh: &Shared, rank: u32, id: u32, procs: Vec<SpawnProc>) {
@@ -538,6 +559,12 @@ fn finalize(sh: &Shared, rank: u32, collectives: Vec<(u32, u32)>, sent: &[(u32, 
         sh.final_cv.notify_all();
         drop(st);
         sh.event(ServerEvent::Finalized(rank));
+        if sh.departures.load(std::sync::atomic::Ordering::Acquire) {
+            // A job joined beside its members' own (a spawn's, a port's) ends here,
+            // whatever the process that hosts it does next: stop listening.
+            sh.closing.store(true, std::sync::atomic::Ordering::Release);
+            let _ = TcpStream::connect_timeout(&wake_addr(sh.addr), ACCEPT_TIMEOUT);
+        }
         return;
     }
     // The others learn that this rank takes part in nothing more: their waits for it in

@@ -16,6 +16,7 @@
  * order ("spawned on A,B,C,D"); then one child on HOST (the info key "host"), whose host
  * parent 0 prints ("named host: H"); a host that is not the job's fails with
  * MPI_ERR_SPAWN on every parent.
+ * With argument "once": round 1 and the missing command only (one launcher spawn).
  * With argument "refused" (a launcher that cannot spawn): the spawn fails with
  * MPI_ERR_SPAWN on every parent, and each prints "refused: MESSAGE". */
 #include <signal.h>
@@ -226,6 +227,20 @@ int main(int argc, char **argv) {
   OK(MPI_Comm_free(&merged));
   OK(MPI_Comm_disconnect(&kids));
   CHECK(kids == MPI_COMM_NULL, "disconnect sets the handle to MPI_COMM_NULL");
+  if (argc > 1 && strcmp(argv[1], "once") == 0) {
+    /* Round 1 only, then a command that is not there (refused before any launcher is
+     * asked). */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_Comm none = MPI_COMM_NULL;
+    int rc = MPI_Comm_spawn("/nonexistent/spools-no-such-program", MPI_ARGV_NULL, 2,
+                            MPI_INFO_NULL, 0, MPI_COMM_WORLD, &none, MPI_ERRCODES_IGNORE);
+    CHECK(class_of(rc) == MPI_ERR_SPAWN, "missing command: rc %d class %d", rc,
+          class_of(rc));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) printf("ok spawn-once %d ranks\n", size);
+    OK(MPI_Finalize());
+    return 0;
+  }
 
   /* Round 2: every parent alone, all at once. */
   char *args_self[] = {"self", NULL};

@@ -155,4 +155,33 @@ mod tests {
         }
         assert_eq!(JobTicket::from_line(&format!("{line} extra")), None);
     }
+
+    #[test]
+    fn a_hosted_job_stops_listening_once_every_member_has_finalised() {
+        let cfg = Config::default();
+        let job = HostedJob::host(2, &cfg, 5 << 32).unwrap();
+        let t = job.ticket().clone();
+        let members: Vec<_> = (0..2)
+            .map(|r| {
+                let t = t.clone();
+                std::thread::spawn(move || {
+                    let cfg = Config::default();
+                    let c = crate::client::Connected::connect(t.env(r, 2), &cfg).unwrap();
+                    let b = c.join(spools_proto::boot::Endpoint::default()).unwrap();
+                    b.finalize().unwrap();
+                })
+            })
+            .collect();
+        for m in members {
+            m.join().unwrap();
+        }
+        assert!(job.server().job_finalized());
+        // The listening socket goes with its thread: a connection is refused soon
+        // (bounded; the thread ends at the wake-up the last finalisation sent).
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while std::net::TcpStream::connect(t.addr).is_ok() {
+            assert!(std::time::Instant::now() < until, "still listening");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
 }
