@@ -30,7 +30,7 @@
 //! ```
 
 use crate::codec::{put_bytes, put_u32, put_u64, Reader};
-pub use crate::spawn::{check_spawn, SpawnProc, MAX_SPAWN_PROCS, MAX_SPAWN_TEXT, MAX_SPAWN_WORDS};
+pub use crate::spawn::{SpawnProc, MAX_SPAWN_PROCS, MAX_SPAWN_TEXT, MAX_SPAWN_WORDS};
 use crate::WireError;
 
 /// Largest bootstrap frame accepted (the runtime's allgather carries small tables).
@@ -190,6 +190,65 @@ pub enum ToRank {
         /// How it ended, in words.
         how: String,
     },
+}
+
+/// Whether `procs` fit a spawn request (the decoder's bounds, and one frame of at most
+/// [`MAX_FRAME`] bytes); `Err` says which part does not, for the caller's
+/// error, so that a request the server could not read is never sent.
+///
+/// ```
+/// use spools_proto::boot::{check_spawn, SpawnProc};
+/// let p = SpawnProc { program: "prog".into(), ..SpawnProc::default() };
+/// assert!(check_spawn(&[p.clone()]).is_ok());
+/// let long = SpawnProc { args: vec!["x".repeat(1 << 17)], ..p };
+/// assert!(check_spawn(&[long]).unwrap_err().contains("argument"));
+/// ```
+///
+/// # Errors
+/// What exceeds which bound, in words.
+pub fn check_spawn(procs: &[SpawnProc]) -> Result<(), String> {
+    if procs.len() > MAX_SPAWN_PROCS as usize {
+        return Err(format!(
+            "{} processes in one spawn; at most {MAX_SPAWN_PROCS}",
+            procs.len()
+        ));
+    }
+    let text = |what: &str, s: &str| {
+        if s.len() > MAX_SPAWN_TEXT {
+            Err(format!(
+                "a {what} of {} bytes; at most {MAX_SPAWN_TEXT}",
+                s.len()
+            ))
+        } else {
+            Ok(4 + s.len())
+        }
+    };
+    let mut total = 9usize;
+    for p in procs {
+        if p.args.len() > MAX_SPAWN_WORDS as usize || p.env.len() > MAX_SPAWN_WORDS as usize {
+            return Err(format!(
+                "{} arguments and {} variables for {:?}; at most {MAX_SPAWN_WORDS} of each",
+                p.args.len(),
+                p.env.len(),
+                p.program
+            ));
+        }
+        total += 8 + text("program name", &p.program)?;
+        for a in &p.args {
+            total += text("argument", a)?;
+        }
+        for (k, v) in &p.env {
+            total += text("variable name", k)? + text("variable value", v)?;
+        }
+        total += text("working directory", &p.wdir)? + text("host name", &p.host)?;
+    }
+    if total > MAX_FRAME {
+        return Err(format!(
+            "a spawn request of {total} bytes; at most {}",
+            MAX_FRAME
+        ));
+    }
+    Ok(())
 }
 
 /// A message with a framed encoding.
