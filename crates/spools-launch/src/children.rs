@@ -17,7 +17,7 @@ use rustix::process::Signal;
 use spools_proto::boot::SpawnProc;
 
 use crate::hosts::{command_on, Program, RankCommand};
-use crate::output::{forward, OutputFd};
+use crate::output::forward_child;
 use crate::process::Event;
 use crate::spec::LaunchSpec;
 
@@ -169,27 +169,8 @@ fn start_one(
     }
     let pid = child.id();
     let tag = spec.tag_output.then(|| format!("{},{index}", req.number));
-    let forwarded = [
-        child
-            .stdout
-            .take()
-            .map(|o| forward(o, OutputFd::Stdout, tag.clone(), pid)),
-        child
-            .stderr
-            .take()
-            .map(|e| forward(e, OutputFd::Stderr, tag.clone(), pid)),
-    ];
-    for f in forwarded.into_iter().flatten() {
-        match f {
-            Ok(h) => forwarders.push(h),
-            Err(e) => {
-                // Without a reader its output would kill it with SIGPIPE.
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("cannot forward the output of {:?}: {e}", p.program));
-            }
-        }
-    }
+    forward_child(&mut child, tag, forwarders)
+        .map_err(|e| format!("cannot forward the output of {:?}: {e}", p.program))?;
     let tx = tx.clone();
     let waiter = std::thread::Builder::new()
         .name("spools-run-wait".into())

@@ -296,6 +296,41 @@ pub(crate) fn forward(
         })
 }
 
+/// Forwards `child`'s standard output and error (both piped) with `tag`, adding each
+/// forwarder to `forwarders`. A forwarder that cannot start kills the child (its output
+/// would otherwise kill it with SIGPIPE, and nobody would say why) and gives the error.
+///
+/// # Errors
+/// A forwarder's thread could not be started.
+pub(crate) fn forward_child(
+    child: &mut std::process::Child,
+    tag: Option<String>,
+    forwarders: &mut Vec<JoinHandle<()>>,
+) -> std::io::Result<()> {
+    let pid = child.id();
+    let streams = [
+        child
+            .stdout
+            .take()
+            .map(|o| forward(o, OutputFd::Stdout, tag.clone(), pid)),
+        child
+            .stderr
+            .take()
+            .map(|e| forward(e, OutputFd::Stderr, tag.clone(), pid)),
+    ];
+    for f in streams.into_iter().flatten() {
+        match f {
+            Ok(h) => forwarders.push(h),
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Stack of a forwarder thread.
 const FORWARDER_STACK: usize = 128 * 1024;
 

@@ -10,7 +10,7 @@ use rustix::process::{Pid, Signal};
 use spools_proto::auth::Secret;
 
 use crate::hosts;
-use crate::output::{forward, OutputFd};
+use crate::output::forward_child;
 use crate::procfs::descendants;
 use crate::spec::{LaunchError, LaunchSpec};
 use spools_boot::server::ServerEvent;
@@ -182,36 +182,12 @@ pub(crate) fn spawn_rank(
     }
     let pid = child.id();
     let tag = spec.tag_output.then(|| rank.to_string());
-    let forwarding = |f: std::io::Result<std::thread::JoinHandle<()>>| {
-        f.map_err(|source| LaunchError::Io {
-            step: BootStep::Thread {
-                name: "output forwarder",
-            },
-            source,
-        })
-    };
-    let streams = [
-        child
-            .stdout
-            .take()
-            .map(|o| forward(o, OutputFd::Stdout, tag.clone(), pid)),
-        child
-            .stderr
-            .take()
-            .map(|e| forward(e, OutputFd::Stderr, tag, pid)),
-    ];
-    for f in streams.into_iter().flatten() {
-        match forwarding(f) {
-            Ok(handle) => forwarders.push(handle),
-            Err(e) => {
-                // Without a reader its output would kill it with SIGPIPE and nobody would
-                // say why: stop it here, and the launch fails with the reason.
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        }
-    }
+    forward_child(&mut child, tag, forwarders).map_err(|source| LaunchError::Io {
+        step: BootStep::Thread {
+            name: "output forwarder",
+        },
+        source,
+    })?;
     std::thread::Builder::new()
         .name("spools-run-wait".into())
         .spawn(move || {
