@@ -286,12 +286,9 @@ fn procs_of(apps: &[App], parents: u32, ticket: &JobTicket) -> Vec<spools::Spawn
 /// Starts `procs` in this process (a job no launcher hosts: a singleton, or a spawned
 /// job's own spawn): on this host, with this process's environment; on a failure the
 /// ones started are killed.
-fn start_here(
-    procs: &[spools::SpawnProc],
-    parents: u32,
-) -> Result<Vec<(u32, String, Child)>, String> {
-    let mut started: Vec<(u32, String, Child)> = Vec::new();
-    for (i, p) in procs.iter().enumerate() {
+fn start_here(procs: &[spools::SpawnProc]) -> Result<Vec<Child>, String> {
+    let mut started: Vec<Child> = Vec::new();
+    for p in procs {
         let mut cmd = Command::new(&p.program);
         cmd.args(&p.args)
             .envs(p.env.iter().map(|(k, v)| (k, v)))
@@ -307,10 +304,10 @@ fn start_here(
                 if let Some(e) = c.stderr.take() {
                     forward_lines(e, true);
                 }
-                started.push((parents + i as u32, p.program.clone(), c));
+                started.push(c);
             }
             Err(e) => {
-                for (_, _, c) in &mut started {
+                for c in &mut started {
                     let _ = c.kill();
                     let _ = c.wait();
                 }
@@ -353,28 +350,19 @@ fn forward_lines(from: impl std::io::Read + Send + 'static, to_err: bool) {
     }
 }
 
-/// Watches the children (a thread each, of the root's): one that ends before it joined
-/// the job ends the job in its name at once, so that nobody waits for it.
-fn reap(children: Vec<(u32, String, Child)>, job: &HostedJob) {
-    for (rank, command, mut c) in children {
-        let server = job.server().clone();
+/// Watches the children started here (a thread each): each one's end goes to `exits`,
+/// as the launcher reports the ends of those it starts.
+fn reap(children: Vec<Child>, exits: &spools::Exits) {
+    for (index, mut c) in (0u32..).zip(children) {
+        let exits = exits.clone();
         let r = std::thread::Builder::new()
             .name("spools-spawn-reaper".into())
             .spawn(move || {
-                let status = c.wait();
-                if !server.joined(rank) {
-                    server.mark_gone(rank);
-                    let how = match status {
-                        Ok(s) => s.to_string(),
-                        Err(e) => e.to_string(),
-                    };
-                    server.abort(
-                        rank,
-                        &format!(
-                            "spawned process {rank} ({command}) ended before it joined: {how}"
-                        ),
-                    );
-                }
+                let (success, how) = match c.wait() {
+                    Ok(s) => (s.success(), s.to_string()),
+                    Err(e) => (false, format!("could not be waited for ({e})")),
+                };
+                exits(index, success, &how);
             });
         if let Err(e) = r {
             spools_log_warn(&format!("cannot watch a spawned process: {e}"));
@@ -410,31 +398,30 @@ fn root_start(
     };
     let procs = procs_of(&apps, parents, job.ticket());
     let ok = format!("OK {} {total}", job.ticket().to_line());
-    {
-        let names: Vec<String> = procs.iter().map(|p| p.program.clone()).collect();
-        let server = job.server().clone();
-        // A child that ends before it joined ends the new job at once, so that nobody
-        // waits for it (one that fails ends the whole job: the launcher sees to that).
-        let exits: spools::Exits = Arc::new(move |index, _success, how: &str| {
-            let rank = parents + index;
-            if !server.joined(rank) {
-                server.mark_gone(rank);
-                let name = names.get(index as usize).map_or("", String::as_str);
-                server.abort(
-                    rank,
-                    &format!("spawned process {rank} ({name}) ended before it joined: it {how}"),
-                );
-            }
-        });
-        match own.launch(procs.clone(), exits) {
-            Ok(()) => return (ok, Some(job)),
-            Err(spools::LaunchRefused::NoLauncher) => {}
-            Err(e) => return (format!("ERR {e}"), None),
+    let names: Vec<String> = procs.iter().map(|p| p.program.clone()).collect();
+    let server = job.server().clone();
+    // A child that ends before it joined ends the new job at once, so that nobody waits
+    // for it (one that fails under a launcher ends the whole job: the launcher sees to
+    // that).
+    let exits: spools::Exits = Arc::new(move |index, _success, how: &str| {
+        let rank = parents + index;
+        if !server.joined(rank) {
+            server.mark_gone(rank);
+            let name = names.get(index as usize).map_or("", String::as_str);
+            server.abort(
+                rank,
+                &format!("spawned process {rank} ({name}) ended before it joined: it {how}"),
+            );
         }
+    });
+    match own.launch(procs.clone(), exits.clone()) {
+        Ok(()) => return (ok, Some(job)),
+        Err(spools::LaunchRefused::NoLauncher) => {}
+        Err(e) => return (format!("ERR {e}"), None),
     }
-    match start_here(&procs, parents) {
+    match start_here(&procs) {
         Ok(children) => {
-            reap(children, &job);
+            reap(children, &exits);
             (ok, Some(job))
         }
         Err(e) => (format!("ERR {e}"), None),
