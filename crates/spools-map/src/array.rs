@@ -218,38 +218,43 @@ impl ArrayLayout {
             return None;
         }
         let e = self.dtype.size();
-        let order = self.storage_dims();
-        let mut idx = vec![0; self.shape.len()];
-        let mut rest = g / e;
-        for &k in order.iter().rev() {
-            idx[k] = rest % self.shape[k];
-            rest /= self.shape[k];
-        }
-        let (mut unit, mut local_off) = (0u64, 0u64);
-        let mut lstride = vec![0; self.shape.len()];
-        let mut acc = e;
-        for &k in order.iter().rev() {
+        let d = self.shape.len();
+        // One pass from the fastest storage dimension outwards, allocating nothing (a
+        // sweep calls this once per run): the index in each dimension, its owner's grid
+        // coordinate and local index, and the run's length.
+        let (mut rest, mut local_off, mut acc) = (g / e, 0u64, e);
+        let (mut unit, mut visited) = (0u64, 1u64);
+        let (mut len, mut span, mut growing) = (0u64, 1u64, true);
+        let mut inner_whole = true;
+        for j in 0..d {
+            let k = match self.order {
+                Order::C => d - 1 - j,
+                Order::F => j,
+            };
             let m = &self.maps[k];
-            let c = m.owner(idx[k]);
-            lstride[k] = acc;
+            let i = rest % self.shape[k];
+            rest /= self.shape[k];
+            let c = m.owner(i);
+            local_off += m.local(i) * acc;
             acc *= m.count(c);
-            local_off += m.local(idx[k]) * lstride[k];
-        }
-        for (k, m) in self.maps.iter().enumerate() {
-            unit = unit * self.grid[k] + m.owner(idx[k]);
-        }
-        // Run along the fastest dimension to the end of its block, then on through
-        // dimensions this unit owns entirely.
-        let fastest = order[order.len() - 1];
-        let mut len = self.maps[fastest].rest_of_block(idx[fastest]);
-        let mut span = self.shape[fastest];
-        for w in order.windows(2).rev() {
-            let (outer, inner) = (w[0], w[1]);
-            if !self.maps[inner].is_whole() {
-                break;
+            // Units are numbered row-major over the grid whatever the array's order.
+            let below = match self.order {
+                Order::C => visited,
+                Order::F => self.units / (visited * self.grid[k]),
+            };
+            unit += c * below;
+            visited *= self.grid[k];
+            // Run along the fastest dimension to the end of its block, then on through
+            // dimensions this unit owns entirely.
+            if j == 0 {
+                len = m.rest_of_block(i);
+            } else if growing && inner_whole {
+                len += (m.rest_of_block(i) - 1) * span;
+            } else {
+                growing = false;
             }
-            len += (self.maps[outer].rest_of_block(idx[outer]) - 1) * span;
-            span *= self.shape[outer];
+            span *= self.shape[k];
+            inner_whole = m.is_whole();
         }
         Some((unit, local_off + g % e, len * e - g % e))
     }
@@ -358,6 +363,41 @@ impl ArrayLayout {
             layout: self.rows(i1 - i0)?,
             before: if i0 == 0 { None } else { Some(self.rows(i0)?) },
         })
+    }
+
+    /// A stripe over this array's canonical byte stream as an array distribution of the
+    /// same shape, where it is one: every stripe unit a whole number of indices of the
+    /// slowest storage dimension (its blocks dealt cyclically over the stripe's units, the
+    /// other dimensions whole), and the stripe's size this array's. A stripe unit then
+    /// stores its rows in the same order and at the same offsets as the array's unit, so a
+    /// plan between the two can intersect them dimension by dimension.
+    ///
+    /// ```
+    /// use spools_map::{Layout, StripeLayout};
+    /// let Layout::Array(a) = "i64[1024,2048] *,cyclic on 1x3".parse()? else { unreachable!() };
+    /// let s = StripeLayout::new(8 << 20, 2, Some(16 << 20))?;
+    /// let b = a.stripe_as_array(&s).unwrap();
+    /// assert_eq!(Layout::Array(b).to_string(), "i64[1024,2048] cyclic(512),* on 2x1");
+    /// // a unit of 1000 bytes is no whole number of rows (16 KiB)
+    /// assert!(a.stripe_as_array(&StripeLayout::new(1000, 2, Some(16 << 20))?).is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn stripe_as_array(&self, s: &crate::stripe::StripeLayout) -> Option<ArrayLayout> {
+        if s.size() != Some(self.total) {
+            return None;
+        }
+        let (row, _) = self.slab_grain();
+        if row == 0 || (s.count() > 1 && s.unit() % row != 0) {
+            return None;
+        }
+        let s0 = self.storage_dims()[0];
+        let mut dists = vec![Dist::Whole; self.shape.len()];
+        let mut grid = vec![1; self.shape.len()];
+        if s.count() > 1 {
+            dists[s0] = Dist::Cyclic(s.unit() / row);
+            grid[s0] = s.count();
+        }
+        ArrayLayout::new(self.dtype, self.shape.clone(), dists, grid, self.order).ok()
     }
 
     /// The same distribution of an array whose slowest storage dimension has `n` indices

@@ -53,6 +53,7 @@ mod layout;
 mod limits;
 mod plan;
 mod product;
+mod rows;
 mod run;
 mod size;
 mod spec;

@@ -10,6 +10,7 @@ use crate::error::PlanError;
 use crate::intersect::DimIntersection;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
+use crate::rows::{self, RowGeometry, RowPattern, RowSweep};
 use crate::run::Run;
 use crate::strided::{MergeStrided, Progressions, Strided};
 
@@ -21,7 +22,9 @@ use crate::strided::{MergeStrided, Progressions, Strided};
 /// unit's part, and runs are enumerated lazily.
 ///
 /// How the runs are found depends on the pair of layouts ([`PlanPath`]):
-/// * two arrays of the same shape: per dimension, the two distributions are intersected
+/// * two arrays of the same shape (or an array and a stripe whose unit is a whole number
+///   of the array's rows, seen as an array of that shape): per dimension, the two
+///   distributions are intersected
 ///   with periodic interval arithmetic, and N-d runs are the product of the per-dimension
 ///   segments, so memory and time grow with the number of segments per dimension, never
 ///   with the number of bytes; arrays of one shape correspond element by element (by
@@ -29,6 +32,10 @@ use crate::strided::{MergeStrided, Progressions, Strided};
 /// * two layouts that are both block-cyclic over the canonical byte stream (RAID-0 stripes,
 ///   arrays distributed along their slowest dimension only): the same, in one dimension;
 /// * two bit permutations: the composite permutation gives the runs directly;
+/// * an N-d array and a stripe whose blocks cut its rows: the runs of each array unit within
+///   one row (its row pattern, as progressions) are found once and laid over every row it
+///   owns, clipped to the stripe unit's blocks (`rows.rs`), so the cost grows with rows,
+///   not with runs;
 /// * anything else (RAID-5, irregular layouts, N-d arrays onto streams, arrays of different
 ///   shapes, which then correspond through the canonical byte stream): one unit's extents
 ///   are swept against the other layout, in time proportional to the pieces visited.
@@ -61,15 +68,22 @@ pub enum PlanPath {
     ByteStream,
     /// Composite of two bit permutations.
     BitPermutation,
+    /// An array and a stripe whose blocks cut the array's rows: the runs of each array
+    /// unit within one row, found once, laid over its rows and clipped to the blocks.
+    Rows,
     /// A sweep of one unit's extents against the other layout.
     Sweep,
 }
 
 #[derive(Clone, Debug)]
 enum Path {
-    Dims,
+    /// The two sides as arrays of one shape (a stripe seen as one where it is one:
+    /// [`ArrayLayout::stripe_as_array`]).
+    Dims(Arc<ArrayLayout>, Arc<ArrayLayout>),
     Bytes(DimMap, DimMap),
     Bits(BitComposite),
+    /// The array, its geometry against the stripe, and whether the array is the source.
+    Rows(Arc<ArrayLayout>, RowGeometry, bool),
     Sweep,
 }
 
@@ -79,7 +93,7 @@ fn choose_path(src: &Layout, dst: &Layout) -> Path {
         (Layout::Array(a), Layout::Array(b))
             if a.shape() == b.shape() && a.dtype().size() == b.dtype().size() =>
         {
-            Path::Dims
+            Path::Dims(Arc::new(a.clone()), Arc::new(b.clone()))
         }
         (Layout::Bits(a), Layout::Bits(b)) => a.composite(b).map_or(Path::Sweep, |c| {
             Path::Bits(BitComposite::new(
@@ -90,8 +104,31 @@ fn choose_path(src: &Layout, dst: &Layout) -> Path {
         }),
         _ => match (byte_dim(src), byte_dim(dst)) {
             (Some(x), Some(y)) => Path::Bytes(x, y),
-            _ => Path::Sweep,
+            _ => match (src, dst) {
+                (Layout::Array(a), Layout::Stripe(s)) => match a.stripe_as_array(s) {
+                    Some(b) => Path::Dims(Arc::new(a.clone()), Arc::new(b)),
+                    None => rows_path(a, s, true),
+                },
+                (Layout::Stripe(s), Layout::Array(b)) => match b.stripe_as_array(s) {
+                    Some(a) => Path::Dims(Arc::new(a), Arc::new(b.clone())),
+                    None => rows_path(b, s, false),
+                },
+                _ => Path::Sweep,
+            },
         },
+    }
+}
+
+/// Most array units for [`Path::Rows`]: a stripe unit's peers are found by trying every
+/// array unit.
+const MAX_ROWS_UNITS: u64 = 4096;
+
+/// [`Path::Rows`] for `a` against `s` where it serves, else a sweep.
+fn rows_path(a: &ArrayLayout, s: &crate::stripe::StripeLayout, array_src: bool) -> Path {
+    if rows::serves(a, s) && a.units() <= MAX_ROWS_UNITS {
+        Path::Rows(Arc::new(a.clone()), RowGeometry::new(a, s), array_src)
+    } else {
+        Path::Sweep
     }
 }
 
@@ -167,6 +204,7 @@ pub struct Runs {
 pub(crate) enum RunsInner {
     Symbolic(Product),
     Bits(BitRuns),
+    Rows(RowSweep),
     Sweep(Sweep),
 }
 
@@ -209,6 +247,7 @@ impl Iterator for RunsInner {
         match self {
             RunsInner::Symbolic(p) => p.next(),
             RunsInner::Bits(b) => b.next(),
+            RunsInner::Rows(r) => r.next(),
             RunsInner::Sweep(s) => s.next(),
         }
     }
@@ -218,6 +257,7 @@ impl Progressions for RunsInner {
     fn next_progression(&mut self) -> Option<Strided> {
         match self {
             RunsInner::Symbolic(p) => p.next_strided(),
+            RunsInner::Rows(r) => r.next_progression(),
             _ => self
                 .next()
                 .map(|(src, dst, len)| Strided::single(Run { src, dst, len })),
@@ -316,6 +356,7 @@ impl PeerPlan {
         let segs = match &self.source {
             RunsInner::Symbolic(p) => p.stored_segments(),
             RunsInner::Bits(_) => 0,
+            RunsInner::Rows(r) => r.stored_bytes() / (3 * std::mem::size_of::<u64>()),
             RunsInner::Sweep(sweep) => sweep.own.stored_segments(),
         };
         std::mem::size_of::<Self>() + segs * 3 * std::mem::size_of::<u64>()
@@ -374,14 +415,21 @@ impl Plan {
     /// let blocks: Layout = "f64[512,512] block,block on 2x2".parse()?;
     /// assert_eq!(Plan::new(&rows, &blocks)?.path(), PlanPath::Dimensions);
     /// assert_eq!(Plan::new(&rows, &disks)?.path(), PlanPath::ByteStream);
-    /// assert_eq!(Plan::new(&blocks, &disks)?.path(), PlanPath::Sweep);
+    /// // a stripe unit of whole rows (4 KiB) is a distribution of the rows
+    /// assert_eq!(Plan::new(&blocks, &disks)?.path(), PlanPath::Dimensions);
+    /// // one that cuts rows: each unit's runs of one row, laid over its rows
+    /// let odd: Layout = "stripe(unit=1000,count=4)".parse()?;
+    /// assert_eq!(Plan::new(&blocks, &odd)?.path(), PlanPath::Rows);
+    /// let parity: Layout = "raid5(unit=4KiB,count=4)".parse()?;
+    /// assert_eq!(Plan::new(&blocks, &parity)?.path(), PlanPath::Sweep);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn path(&self) -> PlanPath {
         match self.path {
-            Path::Dims => PlanPath::Dimensions,
+            Path::Dims(..) => PlanPath::Dimensions,
             Path::Bytes(..) => PlanPath::ByteStream,
             Path::Bits(_) => PlanPath::BitPermutation,
+            Path::Rows(..) => PlanPath::Rows,
             Path::Sweep => PlanPath::Sweep,
         }
     }
@@ -505,9 +553,20 @@ impl Plan {
         };
         let mut cache = HashMap::new();
         let peers: Vec<u64> = match (&self.path, &*self.src, &*self.dst) {
-            (Path::Dims, Layout::Array(a), Layout::Array(b)) => dims_peers(a, s, b)?,
+            (Path::Dims(a, b), _, _) => dims_peers(a, s, b)?,
             (Path::Bytes(x, y), _, _) => x.coords_meeting(s, y),
             (Path::Bits(c), _, _) => c.peers(s),
+            (Path::Rows(a, geo, true), _, _) => match RowPattern::of(a, s) {
+                Some(p) => geo.stripe_peers(a, s, &p),
+                None => self.touched(s)?.into_iter().collect(),
+            },
+            (Path::Rows(a, geo, false), _, _) => {
+                let mut peers = geo.array_peers(a, s);
+                if (0..a.units()).any(|u| RowPattern::of(a, u).is_none()) {
+                    peers = self.touched(s)?.into_iter().collect();
+                }
+                peers
+            }
             _ => self.touched(s)?.into_iter().collect(),
         };
         let out = peers
@@ -599,9 +658,7 @@ impl Plan {
         swap: bool,
     ) -> Result<PeerPlan, PlanError> {
         let source = match (&self.path, &*self.src, &*self.dst) {
-            (Path::Dims, Layout::Array(a), Layout::Array(b)) => {
-                RunsInner::Symbolic(symbolic_pair(a, s, b, d, cache)?)
-            }
+            (Path::Dims(a, b), _, _) => RunsInner::Symbolic(symbolic_pair(a, s, b, d, cache)?),
             (Path::Bytes(x, y), _, _) => {
                 let segs = Arc::new(DimIntersection::new(x, s, y, d));
                 RunsInner::Symbolic(Product::new(
@@ -613,18 +670,37 @@ impl Plan {
                 ))
             }
             (Path::Bits(c), _, _) => RunsInner::Bits(c.runs(s, d)),
-            _ => RunsInner::Sweep(Sweep {
-                own: OwnRuns::new(Arc::clone(&self.src), s)?,
-                other: Arc::clone(&self.dst),
-                peer: d,
-                cur: None,
-            }),
+            (Path::Rows(a, geo, array_src), _, _) => {
+                let (au, su) = if *array_src { (s, d) } else { (d, s) };
+                match RowPattern::of(a, au) {
+                    Some(p) => RunsInner::Rows(RowSweep::new(
+                        Arc::new(p),
+                        geo.clone(),
+                        a,
+                        au,
+                        su,
+                        !*array_src,
+                    )),
+                    None => self.sweep(s, d)?,
+                }
+            }
+            _ => self.sweep(s, d)?,
         };
         Ok(PeerPlan {
             peer: d,
             source,
             swap,
         })
+    }
+
+    /// The runs from `s` to `d` by a sweep of `s`'s extents against the destination.
+    fn sweep(&self, s: u64, d: u64) -> Result<RunsInner, PlanError> {
+        Ok(RunsInner::Sweep(Sweep {
+            own: OwnRuns::new(Arc::clone(&self.src), s)?,
+            other: Arc::clone(&self.dst),
+            peer: d,
+            cur: None,
+        }))
     }
 }
 

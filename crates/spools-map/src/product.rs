@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::intersect::{DimIntersection, Seg, SegCursor, SegProgression};
 use crate::run::Run;
-use crate::strided::Strided;
+use crate::strided::{Progressions, Strided};
 
 /// A run contiguous on both sides: byte offset `a` on side A, `b` on side B, `len` bytes.
 pub(crate) type RawRun = (u64, u64, u64);
@@ -291,5 +291,11 @@ impl<I: Iterator<Item = RawRun>> Iterator for Merge<I> {
             }
         }
         Some(cur)
+    }
+}
+
+impl Progressions for Product {
+    fn next_progression(&mut self) -> Option<Strided> {
+        self.next_strided()
     }
 }

@@ -373,12 +373,22 @@ fn aligned_and_identical_layouts_plan_in_constant_time() {
     let big = l("stripe(unit=64KiB,count=8,size=1TiB)");
     let plan = Plan::new(&big, &big).unwrap();
     assert_eq!(plan.runs(7, 7).unwrap().count(), 1);
-    // 2-D blocks onto stripes stay a sweep, since rows are cut at block edges.
+    // 2-D blocks onto stripes of whole rows: the stripe is a distribution of the rows.
     assert_eq!(
         Plan::new(&l("u8[64,64] block,block on 2x2"), &stripe)
             .unwrap()
             .path(),
-        PlanPath::Sweep
+        PlanPath::Dimensions
+    );
+    // Stripe units that cut rows: each unit's row pattern laid over its rows.
+    assert_eq!(
+        Plan::new(
+            &l("u8[64,64] block,block on 2x2"),
+            &l("stripe(unit=100,count=3)")
+        )
+        .unwrap()
+        .path(),
+        PlanPath::Rows
     );
 }
 

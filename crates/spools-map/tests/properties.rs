@@ -366,6 +366,45 @@ proptest! {
     }
 
     #[test]
+    fn plans_from_arrays_onto_stripes_of_whole_rows(
+        (a, s) in array_model(vec![1, 4, 8, 3]).prop_flat_map(|a| {
+            let t = a.total();
+            let row = match &a {
+                Model::Array { shape, fortran, .. } => {
+                    t / if *fortran { shape[shape.len() - 1] } else { shape[0] }
+                }
+                _ => unreachable!(),
+            };
+            (Just(a), (1u64..=4, 1u64..=5).prop_map(move |(k, count)| Model::Stripe { unit: k * row, count, size: t }))
+        })
+    ) {
+        // The stripe is seen as an array of the same shape (or both as byte streams).
+        let path = Plan::new(&parse(&a), &parse(&s)).map_err(fail)?.path();
+        prop_assert_ne!(path, spools_map::PlanPath::Sweep);
+        check_plan(&a, &s)?;
+        check_plan(&s, &a)?;
+    }
+
+    #[test]
+    fn plans_from_arrays_onto_stripes_that_cut_rows(
+        (a, s) in array_model(vec![1, 4, 8, 3]).prop_flat_map(|a| {
+            let t = a.total();
+            (Just(a), (1u64..=60, 2u64..=5).prop_map(move |(unit, count)| Model::Stripe { unit, count, size: t }))
+        })
+    ) {
+        // Multi-dimensional arrays whose rows the stripe cuts take the row path.
+        let (la, ls) = (parse(&a), parse(&s));
+        let path = Plan::new(&la, &ls).map_err(fail)?.path();
+        if let (Layout::Array(x), Layout::Stripe(st)) = (&la, &ls) {
+            if x.shape().len() > 1 && x.stripe_as_array(st).is_none() && path != spools_map::PlanPath::ByteStream {
+                prop_assert_eq!(path, spools_map::PlanPath::Rows);
+            }
+        }
+        check_plan(&a, &s)?;
+        check_plan(&s, &a)?;
+    }
+
+    #[test]
     fn plans_between_arrays_of_different_shapes(
         (a, b) in array_model(vec![1, 2, 4]).prop_flat_map(|a| {
             let t = a.total();

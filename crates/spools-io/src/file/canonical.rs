@@ -100,7 +100,8 @@ pub(super) const DOMAIN_ALIGN: u64 = 1 << 20;
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
 /// each aggregator's file domain is a multiple of `align` bytes, taken at most the opening's
-/// collective buffer per round (less where the windows are no slabs of `layout`:
+/// collective buffer per round (moved to whole slabs of an array where one is near:
+/// [`rounds::slab_chunk`]; less where the windows are no slabs of `layout`:
 /// [`rounds::cap`], from the run totals the opening counted),
 /// rounded up to whole `grain`s (a verified read's checksum blocks: each block then lies
 /// whole in one aggregator's part and is checked from the bytes delivered, never read
@@ -117,7 +118,8 @@ pub(super) fn io_rounds(
     let aggs = total.div_ceil(domain).max(1) as u32;
     // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
     let whole = |chunk: u64| (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
-    let full = Rounds::new(total, whole(domain.min(opening.buffer)), aggs);
+    let chunk = rounds::slab_chunk(layout, whole(domain.min(opening.buffer)), grain);
+    let full = Rounds::new(total, chunk, aggs);
     if rounds::slabs_fit(layout, &full) {
         return full;
     }

@@ -165,6 +165,49 @@ pub(super) fn slabs_fit(layout: &Layout, rounds: &Rounds) -> bool {
     }
 }
 
+/// Bytes every aggregator's part of a round should be a multiple of for `layout`'s windows
+/// to be slabs ([`slabs_fit`]) and its rows whole in each part (so a round's plan
+/// intersects the two distributions dimension by dimension, `spools_map::PlanPath::
+/// Dimensions`): an array's slab period; 1 for other layouts.
+pub(super) fn slab_grain(layout: &Layout) -> u64 {
+    match layout {
+        Layout::Array(a) => match a.slab_period() {
+            0 | u64::MAX => 1,
+            p => p,
+        },
+        _ => 1,
+    }
+}
+
+/// `chunk` moved to a multiple of both `slab_grain(layout)` and `grain` where one is near:
+/// up where that adds at most 1/16 (the collective buffer is a target, not a hard cap, at
+/// that margin), else down, and unchanged where even one such multiple exceeds `chunk`
+/// (then the windows are described run by run). Not collective.
+pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64) -> u64 {
+    let p = slab_grain(layout);
+    let g = grain.max(1);
+    if chunk % p == 0 && chunk % g == 0 {
+        return chunk;
+    }
+    let Some(q) = (p / gcd(p, g)).checked_mul(g).filter(|&q| q <= chunk) else {
+        return chunk;
+    };
+    let up = chunk.div_ceil(q) * q;
+    if up - chunk <= chunk / 16 {
+        up
+    } else {
+        chunk / q * q
+    }
+}
+
+/// Greatest common divisor.
+pub(super) fn gcd(mut a: u64, mut b: u64) -> u64 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
 /// The collective buffer per aggregator: the per-call choice, else the configuration's
 /// `coll_buffer`, the smallest over the ranks (so that every rank cuts the same rounds),
 /// never below the configuration's minimum (4 KiB: a per-call `Some(1)` would make one

@@ -1,0 +1,392 @@
+//! Runs between an array's unit and a stripe's unit where the stripe's blocks cut the
+//! array's rows (a stripe unit that is no whole number of rows, so the stripe is no
+//! distribution of the array's shape): each row of the array unit holds the same runs at
+//! the same offsets within the row (its *row pattern*, found once as progressions), and
+//! the runs between the two units are that pattern laid over every row the array unit
+//! owns, clipped to the stripe unit's blocks. The cost grows with rows times the pattern's
+//! progressions, not with bytes or runs.
+//!
+//! Both units keep their bytes in canonical order (an array unit's local storage is
+//! monotone in the canonical stream, and so is a stripe unit's), so the runs come out in
+//! the order of both sides at once.
+
+use std::sync::Arc;
+
+use crate::array::ArrayLayout;
+use crate::dist::DimMap;
+use crate::intersect::DimIntersection;
+use crate::product::{Product, RawRun};
+use crate::strided::{MergeStrided, Progressions, Strided};
+use crate::stripe::StripeLayout;
+
+/// Most progressions a row pattern may hold; past it the plan sweeps run by run.
+pub(crate) const MAX_ROW_PATTERN: usize = 4096;
+
+/// One array unit's runs within any row it owns: `src` is the offset in the unit's local
+/// storage of the row's part, `dst` the byte offset within the row.
+#[derive(Clone, Debug)]
+pub(crate) struct RowPattern {
+    runs: Vec<Strided>,
+    /// Bytes the unit holds of each row it owns.
+    row_local: u64,
+}
+
+impl RowPattern {
+    /// The pattern of `a`'s unit `s` (`None` when it has more than [`MAX_ROW_PATTERN`]
+    /// progressions). A unit whose slowest-dimension coordinate owns no row gets the
+    /// pattern of its row all the same; it is laid over no row.
+    pub(crate) fn of(a: &ArrayLayout, s: u64) -> Option<RowPattern> {
+        let order = a.storage_dims();
+        let s0 = order[0];
+        let coords = a.coords(s).ok()?;
+        let maps = a.maps();
+        let e = a.dtype().size();
+        let mut dims = Vec::with_capacity(order.len());
+        let (mut la, mut lg, mut sg) = (Vec::new(), Vec::new(), Vec::new());
+        // Side B is the row in canonical order: strides of the dense row.
+        let mut stride = e;
+        let mut strides = vec![0; order.len()];
+        for (j, &k) in order.iter().enumerate().rev() {
+            strides[j] = stride;
+            stride *= if k == s0 { 1 } else { a.shape()[k] };
+        }
+        let mut row_local = e;
+        for (j, &k) in order.iter().enumerate() {
+            let (m, c) = if k == s0 {
+                (DimMap::whole(1), 0)
+            } else {
+                (maps[k], coords[k])
+            };
+            dims.push(Arc::new(DimIntersection::new(
+                &m,
+                c,
+                &DimMap::whole(m.n),
+                0,
+            )));
+            la.push(m.count(c));
+            lg.push(m.n);
+            sg.push(strides[j]);
+            row_local *= m.count(c);
+        }
+        let product = Product::new(dims, &la, &lg, &sg, e);
+        let runs: Vec<Strided> = MergeStrided::new(product, None)
+            .take(MAX_ROW_PATTERN + 1)
+            .collect();
+        (runs.len() <= MAX_ROW_PATTERN).then_some(RowPattern { runs, row_local })
+    }
+
+    /// Bytes this pattern holds.
+    pub(crate) fn stored_bytes(&self) -> usize {
+        self.runs.len() * std::mem::size_of::<Strided>()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.runs.is_empty() || self.row_local == 0
+    }
+}
+
+/// Whether `a` and `s` are a pair this module serves: a stripe over the array's bytes
+/// whose unit is no whole number of the array's rows, and an array whose rows are
+/// distributed (else the plan is one-dimensional over bytes).
+pub(crate) fn serves(a: &ArrayLayout, s: &StripeLayout) -> bool {
+    s.size() == Some(a.total_bytes()) && s.count() > 1 && a.shape().len() > 1
+}
+
+/// The parts of the pair that do not depend on the units.
+#[derive(Clone, Debug)]
+pub(crate) struct RowGeometry {
+    /// The slowest storage dimension's distribution.
+    dim0: DimMap,
+    /// Grid coordinate along it of each array unit is `coords[s0]`.
+    s0: usize,
+    /// Bytes of one row (one index of the slowest storage dimension).
+    row: u64,
+    /// Stripe block bytes, units, dataset bytes.
+    unit: u64,
+    count: u64,
+    total: u64,
+}
+
+impl RowGeometry {
+    pub(crate) fn new(a: &ArrayLayout, s: &StripeLayout) -> RowGeometry {
+        let s0 = a.storage_dims()[0];
+        let dim0 = a.maps()[s0];
+        RowGeometry {
+            dim0,
+            s0,
+            row: a.total_bytes() / dim0.n.max(1),
+            unit: s.unit(),
+            count: s.count(),
+            total: a.total_bytes(),
+        }
+    }
+
+    /// Stripe units that array unit `s` (pattern `p`) exchanges bytes with, in increasing
+    /// order.
+    pub(crate) fn stripe_peers(&self, a: &ArrayLayout, s: u64, p: &RowPattern) -> Vec<u64> {
+        let mut seen = vec![false; self.count as usize];
+        let mut left = self.count;
+        if let Ok(c) = a.coords(s) {
+            let c0 = c[self.s0];
+            let mut r = 0;
+            while left > 0 {
+                let Some((b0, b1)) = self.dim0.block_from(c0, r) else {
+                    break;
+                };
+                for row in b0..b1 {
+                    let (g0, g1) = (row * self.row, (row + 1) * self.row);
+                    let mut j = g0 / self.unit;
+                    while j * self.unit < g1 && left > 0 {
+                        let u = (j % self.count) as usize;
+                        let (lo, hi) = (j * self.unit, ((j + 1) * self.unit).min(self.total));
+                        if !seen[u]
+                            && p.runs
+                                .iter()
+                                .any(|x| clip(x, lo.max(g0) - g0, hi.min(g1) - g0).next().is_some())
+                        {
+                            seen[u] = true;
+                            left -= 1;
+                        }
+                        j += 1;
+                    }
+                    if left == 0 {
+                        break;
+                    }
+                }
+                r = b1;
+            }
+        }
+        (0..self.count).filter(|&u| seen[u as usize]).collect()
+    }
+
+    /// Array units that exchange bytes with stripe unit `d`, in increasing order.
+    pub(crate) fn array_peers(&self, a: &ArrayLayout, d: u64) -> Vec<u64> {
+        (0..a.units())
+            .filter(|&s| {
+                RowPattern::of(a, s).is_some_and(|p| {
+                    RowSweep::new(Arc::new(p), self.clone(), a, s, d, false)
+                        .next_progression()
+                        .is_some()
+                })
+            })
+            .collect()
+    }
+}
+
+/// The runs between array unit `s` and stripe unit `d` as `(array local, stripe local,
+/// len)`, or the other way round when `flip`.
+#[derive(Clone, Debug)]
+pub(crate) struct RowSweep {
+    pattern: Arc<RowPattern>,
+    geo: RowGeometry,
+    /// `s`'s coordinate along the slowest dimension.
+    c0: u64,
+    flip: bool,
+    /// The current stripe block `j` (one of `d`'s) and its clipped global range.
+    block: u64,
+    /// The current row and the next pattern progression to lay over it.
+    row: u64,
+    at: usize,
+    /// Pieces of a clipped progression not yet handed out.
+    queue: Vec<Strided>,
+    /// A progression being handed out run by run (for `Iterator`).
+    expanding: Option<(Strided, u64)>,
+    done: bool,
+}
+
+impl RowSweep {
+    pub(crate) fn new(
+        pattern: Arc<RowPattern>,
+        geo: RowGeometry,
+        a: &ArrayLayout,
+        s: u64,
+        d: u64,
+        flip: bool,
+    ) -> RowSweep {
+        let c0 = a.coords(s).map_or(0, |c| c[geo.s0]);
+        let done = pattern.is_empty() || d >= geo.count || d * geo.unit >= geo.total;
+        let mut sweep = RowSweep {
+            pattern,
+            c0,
+            flip,
+            block: d,
+            row: 0,
+            at: 0,
+            queue: Vec::new(),
+            expanding: None,
+            done,
+            geo,
+        };
+        if !sweep.done {
+            sweep.row = sweep.first_row(d * sweep.geo.unit);
+            sweep.settle();
+        }
+        sweep
+    }
+
+    /// The first row `s` owns that ends after global byte `g` (the row count when none).
+    fn first_row(&self, g: u64) -> u64 {
+        let r = g / self.geo.row;
+        self.geo
+            .dim0
+            .block_from(self.c0, r)
+            .map_or(self.geo.dim0.n, |(b0, _)| b0.max(r))
+    }
+
+    /// Makes the current row one that meets the current block, moving on to `d`'s later
+    /// blocks as needed (done past the last).
+    fn settle(&mut self) {
+        loop {
+            let (_, hi) = self.range();
+            if self.row >= self.geo.dim0.n {
+                self.done = true;
+                return;
+            }
+            if self.row * self.geo.row < hi {
+                return;
+            }
+            self.block += self.geo.count;
+            let g = self.block * self.geo.unit;
+            if g >= self.geo.total {
+                self.done = true;
+                return;
+            }
+            self.row = self.first_row(g);
+        }
+    }
+
+    /// Steps to the next row `s` owns within the block, or on to the next block of `d`
+    /// (the last row of a block may go on into the next block of `d` only when `d` is
+    /// the only unit, which a served stripe never has).
+    fn advance(&mut self) {
+        self.at = 0;
+        let (_, hi) = self.range();
+        let row_end = (self.row + 1) * self.geo.row;
+        if row_end > hi {
+            // The row goes on past the block: the rest lies in other units' blocks, or in
+            // `d`'s next block, which starts at this row or a later one.
+            self.block += self.geo.count;
+            let g = self.block * self.geo.unit;
+            if g >= self.geo.total {
+                self.done = true;
+                return;
+            }
+            self.row = self.first_row(g);
+        } else {
+            self.row = self.first_row(row_end);
+        }
+        self.settle();
+    }
+
+    /// The current block's global byte range.
+    fn range(&self) -> (u64, u64) {
+        let lo = self.block * self.geo.unit;
+        (lo, (lo + self.geo.unit).min(self.geo.total))
+    }
+}
+
+/// The runs of `p` (offsets within a row on side B) within `[lo, hi)` of the row: up to
+/// three progressions (a cut first run, whole runs, a cut last run).
+fn clip(p: &Strided, lo: u64, hi: u64) -> impl Iterator<Item = Strided> {
+    let mut out: [Option<Strided>; 3] = [None, None, None];
+    let end0 = p.dst + p.len;
+    let step = p.dst_stride.max(1);
+    let first = if lo < end0 { 0 } else { (lo - end0) / step + 1 };
+    let last = if hi <= p.dst {
+        None
+    } else {
+        Some(((hi - 1 - p.dst) / step).min(p.count - 1))
+    };
+    if let Some(last) = last.filter(|&l| first <= l && first < p.count) {
+        let piece = |i: u64| -> Option<Strided> {
+            let r = p.run(i);
+            let (a, b) = (r.dst.max(lo), (r.dst + r.len).min(hi));
+            (a < b).then_some(Strided::single(crate::run::Run {
+                src: r.src + (a - r.dst),
+                dst: a,
+                len: b - a,
+            }))
+        };
+        let cut_first = p.run(first).dst < lo;
+        let cut_last = p.run(last).dst + p.len > hi;
+        if first == last {
+            out[0] = piece(first);
+        } else {
+            let (m0, m1) = (first + u64::from(cut_first), last - u64::from(cut_last));
+            if cut_first {
+                out[0] = piece(first);
+            }
+            if m0 <= m1 {
+                out[1] = p.skip(m0).map(|q| q.first(m1 - m0 + 1));
+            }
+            if cut_last {
+                out[2] = piece(last);
+            }
+        }
+    }
+    out.into_iter().flatten()
+}
+
+impl RowSweep {
+    /// Bytes this sweep holds of its own (its pattern, shared with its clones).
+    pub(crate) fn stored_bytes(&self) -> usize {
+        self.pattern.stored_bytes()
+    }
+}
+
+impl Progressions for RowSweep {
+    fn next_progression(&mut self) -> Option<Strided> {
+        // The rest of a progression `Iterator::next` was handing out run by run.
+        if let Some(rest) = self.expanding.take().and_then(|(p, i)| p.skip(i)) {
+            return Some(rest);
+        }
+        loop {
+            if let Some(q) = self.queue.pop() {
+                return Some(if self.flip { q.swapped() } else { q });
+            }
+            if self.done {
+                return None;
+            }
+            if self.at >= self.pattern.runs.len() {
+                self.advance();
+                continue;
+            }
+            let (lo, hi) = self.range();
+            let g0 = self.row * self.geo.row;
+            let (a, b) = (lo.max(g0) - g0, hi.min(g0 + self.geo.row) - g0);
+            let p = self.pattern.runs[self.at];
+            self.at += 1;
+            let src_base = self.geo.dim0.local(self.row) * self.pattern.row_local;
+            // Stripe-local offset of the row's byte 0 (may lie before the block: only
+            // bytes within it are handed out).
+            let dst_base = (self.block / self.geo.count) * self.geo.unit + g0;
+            let mut pieces: Vec<Strided> = clip(&p, a, b)
+                .map(|x| Strided {
+                    src: src_base + x.src,
+                    dst: dst_base + x.dst - lo,
+                    ..x
+                })
+                .collect();
+            pieces.reverse();
+            self.queue = pieces;
+        }
+    }
+}
+
+impl Iterator for RowSweep {
+    type Item = RawRun;
+
+    fn next(&mut self) -> Option<RawRun> {
+        loop {
+            if let Some((p, i)) = self.expanding.take() {
+                if i < p.count {
+                    let r = p.run(i);
+                    self.expanding = Some((p, i + 1));
+                    return Some((r.src, r.dst, r.len));
+                }
+            }
+            let p = self.next_progression()?;
+            self.expanding = Some((p, 0));
+        }
+    }
+}
