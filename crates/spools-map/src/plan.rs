@@ -125,8 +125,8 @@ const MAX_ROWS_UNITS: u64 = 4096;
 
 /// [`Path::Rows`] for `a` against `s` where it serves, else a sweep.
 fn rows_path(a: &ArrayLayout, s: &crate::stripe::StripeLayout, array_src: bool) -> Path {
-    if rows::serves(a, s) && a.units() <= MAX_ROWS_UNITS {
-        Path::Rows(Arc::new(a.clone()), RowGeometry::new(a, s), array_src)
+    if rows::serves(a, s, 0) && a.units() <= MAX_ROWS_UNITS {
+        Path::Rows(Arc::new(a.clone()), RowGeometry::new(a, s, 0), array_src)
     } else {
         Path::Sweep
     }
@@ -451,13 +451,62 @@ impl Plan {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reversed(&self) -> Plan {
+        let path = match &self.path {
+            // A window's geometry is not in its layouts: keep it.
+            Path::Rows(a, geo, array_src) => Path::Rows(Arc::clone(a), geo.clone(), !array_src),
+            _ => choose_path(&self.dst, &self.src),
+        };
         Plan {
             src: Arc::clone(&self.dst),
             dst: Arc::clone(&self.src),
             total: self.total,
             alignment: self.alignment,
-            path: choose_path(&self.dst, &self.src),
+            path,
         }
+    }
+
+    /// The plan from the bytes `[lo, lo + n)` of `array`'s canonical stream to `io`, a
+    /// stripe of `n` bytes laid over them (its local offsets count from `lo`): one round of
+    /// collective file I/O, whose window of the array needs no description of its own. The
+    /// array side keeps its whole local storage (runs outside the window are not touched);
+    /// [`reversed`](Self::reversed) gives the read. `None` where this path does not serve
+    /// (`array` not an array of two or more dimensions, more than 4096 units, `io` unsized
+    /// or reaching past the array, a unit's runs within one row more than 4096
+    /// progressions apart); the round is then planned from a description of the window.
+    ///
+    /// ```
+    /// use spools_map::{Layout, Plan, PlanPath, StripeLayout};
+    /// let a: Layout = "u8[4,6] *,cyclic on 1x2".parse()?;
+    /// // bytes 5..17 over two units of 4 bytes: unit 0 takes 5..9 and 13..17
+    /// let io = StripeLayout::new(4, 2, Some(12))?;
+    /// let plan = Plan::window(&a, 5, &io).unwrap();
+    /// assert_eq!(plan.path(), PlanPath::Rows);
+    /// // unit 1 of the array holds the odd columns: bytes 5, 7, 13 and 15 of the window's
+    /// // unit 0 (its local bytes 2, 3, 6 and 7)
+    /// let runs: Vec<(u64, u64)> = plan.runs(1, 0)?.map(|r| (r.src, r.dst)).collect();
+    /// assert_eq!(runs, vec![(2, 0), (3, 2), (6, 4), (7, 6)]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn window(array: &Layout, lo: u64, io: &crate::stripe::StripeLayout) -> Option<Plan> {
+        let Layout::Array(a) = array else {
+            return None;
+        };
+        if !rows::serves(a, io, lo) || a.units() > MAX_ROWS_UNITS {
+            return None;
+        }
+        if (0..a.units()).any(|u| RowPattern::of(a, u).is_none()) {
+            return None;
+        }
+        let n = io.size()?;
+        let dst = Layout::Stripe(io.clone());
+        let alignment = gcd(gcd(gcd(array.alignment(), dst.alignment()), n), lo);
+        Some(Plan {
+            src: Arc::new(array.clone()),
+            dst: Arc::new(dst),
+            total: n,
+            alignment,
+            path: Path::Rows(Arc::new(a.clone()), RowGeometry::new(a, io, lo), true),
+        })
     }
 
     fn check(&self, side: &'static str, layout: &Layout, unit: u64) -> Result<(), PlanError> {

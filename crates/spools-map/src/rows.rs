@@ -85,11 +85,14 @@ impl RowPattern {
     }
 }
 
-/// Whether `a` and `s` are a pair this module serves: a stripe over the array's bytes
-/// whose unit is no whole number of the array's rows, and an array whose rows are
-/// distributed (else the plan is one-dimensional over bytes).
-pub(crate) fn serves(a: &ArrayLayout, s: &StripeLayout) -> bool {
-    s.size() == Some(a.total_bytes()) && s.count() > 1 && a.shape().len() > 1
+/// Whether `a` and `s` laid over its bytes from `origin` on are a pair this module
+/// serves: an array of more than one dimension (a vector's rows are single elements), a
+/// stripe of a size within the array.
+pub(crate) fn serves(a: &ArrayLayout, s: &StripeLayout, origin: u64) -> bool {
+    a.shape().len() > 1
+        && s.size()
+            .and_then(|n| n.checked_add(origin))
+            .is_some_and(|end| end <= a.total_bytes())
 }
 
 /// The parts of the pair that do not depend on the units.
@@ -101,24 +104,39 @@ pub(crate) struct RowGeometry {
     s0: usize,
     /// Bytes of one row (one index of the slowest storage dimension).
     row: u64,
-    /// Stripe block bytes, units, dataset bytes.
+    /// Stripe block bytes and units.
     unit: u64,
     count: u64,
-    total: u64,
+    /// The array's bytes `[origin, end)` the stripe is laid over (its local offsets count
+    /// from `origin`): the whole array, or one round's window of it.
+    origin: u64,
+    end: u64,
 }
 
 impl RowGeometry {
-    pub(crate) fn new(a: &ArrayLayout, s: &StripeLayout) -> RowGeometry {
+    /// `s` laid over the bytes of `a` from `origin` on (as many as `s` holds).
+    pub(crate) fn new(a: &ArrayLayout, s: &StripeLayout, origin: u64) -> RowGeometry {
         let s0 = a.storage_dims()[0];
         let dim0 = a.maps()[s0];
+        let size = s.size().unwrap_or(0);
         RowGeometry {
             dim0,
             s0,
             row: a.total_bytes() / dim0.n.max(1),
             unit: s.unit(),
             count: s.count(),
-            total: a.total_bytes(),
+            origin,
+            end: origin.saturating_add(size).min(a.total_bytes()),
         }
+    }
+
+    /// Global byte range of stripe block `j` (empty past the end).
+    fn block(&self, j: u64) -> (u64, u64) {
+        let lo = j
+            .saturating_mul(self.unit)
+            .saturating_add(self.origin)
+            .min(self.end);
+        (lo, lo.saturating_add(self.unit).min(self.end))
     }
 
     /// Stripe units that array unit `s` (pattern `p`) exchanges bytes with, in increasing
@@ -128,17 +146,23 @@ impl RowGeometry {
         let mut left = self.count;
         if let Ok(c) = a.coords(s) {
             let c0 = c[self.s0];
-            let mut r = 0;
+            let mut r = self.origin / self.row;
             while left > 0 {
                 let Some((b0, b1)) = self.dim0.block_from(c0, r) else {
                     break;
                 };
+                if b0 * self.row >= self.end {
+                    break;
+                }
                 for row in b0..b1 {
-                    let (g0, g1) = (row * self.row, (row + 1) * self.row);
-                    let mut j = g0 / self.unit;
-                    while j * self.unit < g1 && left > 0 {
+                    let (g0, g1) = (row * self.row, ((row + 1) * self.row).min(self.end));
+                    if g0 >= self.end {
+                        break;
+                    }
+                    let mut j = g0.max(self.origin).saturating_sub(self.origin) / self.unit;
+                    while self.block(j).0 < g1 && left > 0 {
                         let u = (j % self.count) as usize;
-                        let (lo, hi) = (j * self.unit, ((j + 1) * self.unit).min(self.total));
+                        let (lo, hi) = self.block(j);
                         if !seen[u]
                             && p.runs
                                 .iter()
@@ -204,7 +228,7 @@ impl RowSweep {
         flip: bool,
     ) -> RowSweep {
         let c0 = a.coords(s).map_or(0, |c| c[geo.s0]);
-        let done = pattern.is_empty() || d >= geo.count || d * geo.unit >= geo.total;
+        let done = pattern.is_empty() || d >= geo.count || geo.block(d).0 >= geo.end;
         let mut sweep = RowSweep {
             pattern,
             c0,
@@ -218,7 +242,7 @@ impl RowSweep {
             geo,
         };
         if !sweep.done {
-            sweep.row = sweep.first_row(d * sweep.geo.unit);
+            sweep.row = sweep.first_row(sweep.geo.block(d).0);
             sweep.settle();
         }
         sweep
@@ -246,8 +270,8 @@ impl RowSweep {
                 return;
             }
             self.block += self.geo.count;
-            let g = self.block * self.geo.unit;
-            if g >= self.geo.total {
+            let g = self.geo.block(self.block).0;
+            if g >= self.geo.end {
                 self.done = true;
                 return;
             }
@@ -266,8 +290,8 @@ impl RowSweep {
             // The row goes on past the block: the rest lies in other units' blocks, or in
             // `d`'s next block, which starts at this row or a later one.
             self.block += self.geo.count;
-            let g = self.block * self.geo.unit;
-            if g >= self.geo.total {
+            let g = self.geo.block(self.block).0;
+            if g >= self.geo.end {
                 self.done = true;
                 return;
             }
@@ -280,8 +304,7 @@ impl RowSweep {
 
     /// The current block's global byte range.
     fn range(&self) -> (u64, u64) {
-        let lo = self.block * self.geo.unit;
-        (lo, (lo + self.geo.unit).min(self.geo.total))
+        self.geo.block(self.block)
     }
 }
 

@@ -127,6 +127,84 @@ fn check_strided(strided: StridedRuns, want: &[Run]) -> Result<(), TestCaseError
     Ok(())
 }
 
+/// `Plan::window` (the array's bytes `[lo, lo + n)` onto a stripe laid over them) against
+/// the model, byte by byte: every pair's runs, in both directions, and each unit's peers.
+fn check_window(a: &Model, lo: u64, n: u64, unit: u64, count: u64) -> Result<(), TestCaseError> {
+    let la = parse(a);
+    let io = spools_map::StripeLayout::new(unit, count, Some(n)).map_err(fail)?;
+    let Some(plan) = Plan::window(&la, lo, &io) else {
+        let Layout::Array(x) = &la else {
+            unreachable!()
+        };
+        prop_assert!(x.shape().len() == 1, "no window plan for {}", la);
+        return Ok(());
+    };
+    prop_assert_eq!(plan.path(), spools_map::PlanPath::Rows);
+    let map = a.map();
+    let mut want: HashMap<(u64, u64), Vec<(u64, u64)>> = HashMap::new();
+    for g in lo..lo + n {
+        let (u, l) = map[g as usize];
+        let w = g - lo;
+        let (b, within) = (w / unit, w % unit);
+        let d = b % count;
+        want.entry((u, d))
+            .or_default()
+            .push((l, (b / count) * unit + within));
+    }
+    let back = plan.reversed();
+    for u in 0..la.units() {
+        let sends: Vec<u64> = plan
+            .sends(u)
+            .map_err(fail)?
+            .peers
+            .iter()
+            .map(|p| p.peer)
+            .collect();
+        let expect: Vec<u64> = (0..count).filter(|d| want.contains_key(&(u, *d))).collect();
+        prop_assert_eq!(sends, expect, "peers of array unit {}", u);
+        for d in 0..count {
+            let bytes = |runs: Vec<Run>, swap: bool| -> Vec<(u64, u64)> {
+                runs.iter()
+                    .flat_map(|r| {
+                        (0..r.len).map(move |k| {
+                            if swap {
+                                (r.dst + k, r.src + k)
+                            } else {
+                                (r.src + k, r.dst + k)
+                            }
+                        })
+                    })
+                    .collect()
+            };
+            let got = bytes(plan.runs(u, d).map_err(fail)?.collect(), false);
+            let w = want.get(&(u, d)).cloned().unwrap_or_default();
+            prop_assert_eq!(&got, &w, "array unit {} -> stripe unit {}", u, d);
+            let strided: Vec<Run> = plan
+                .runs(u, d)
+                .map_err(fail)?
+                .strided()
+                .flat_map(|p| p.runs().collect::<Vec<_>>())
+                .collect();
+            prop_assert_eq!(bytes(strided, false), w.clone());
+            prop_assert_eq!(bytes(back.runs(d, u).map_err(fail)?.collect(), true), w);
+        }
+    }
+    for d in 0..count {
+        let from: Vec<u64> = back
+            .sends(d)
+            .map_err(fail)?
+            .peers
+            .iter()
+            .map(|p| p.peer)
+            .collect();
+        let expect: Vec<u64> = (0..la.units())
+            .filter(|u| want.contains_key(&(*u, d)))
+            .collect();
+        prop_assert_eq!(from, expect, "peers of stripe unit {}", d);
+    }
+    Ok(())
+}
+
 fn execute(plan: &Plan, from: &[Vec<u8>], to: &mut [Vec<u8>]) {
     for (s, buf) in from.iter().enumerate() {
         for peer in plan.sends(s as u64).expect("sends").peers {
@@ -402,6 +480,18 @@ proptest! {
         }
         check_plan(&a, &s)?;
         check_plan(&s, &a)?;
+    }
+
+    #[test]
+    fn windows_of_arrays_onto_stripes(
+        (a, lo, n, unit, count) in array_model(vec![1, 4, 8, 3]).prop_flat_map(|a| {
+            let t = a.total();
+            (0..t).prop_flat_map(move |lo| (Just(lo), 1..=t - lo)).prop_flat_map(
+                move |(lo, n)| (Just(a.clone()), Just(lo), Just(n), 1u64..=50, 1u64..=4),
+            )
+        })
+    ) {
+        check_window(&a, lo, n, unit, count)?;
     }
 
     #[test]

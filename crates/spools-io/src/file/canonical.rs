@@ -100,8 +100,9 @@ pub(super) const DOMAIN_ALIGN: u64 = 1 << 20;
 
 /// The rounds of `layout`'s `total`-byte stream over at most `comm.size()` aggregators:
 /// each aggregator's file domain is a multiple of `align` bytes, taken at most the opening's
-/// collective buffer per round (moved to whole slabs of an array where one is near:
-/// [`rounds::slab_chunk`]; less where the windows are no slabs of `layout`:
+/// collective buffer per round (moved to make a vector's windows slabs where that is near:
+/// [`rounds::slab_chunk`]; less where the windows are no slabs of `layout` and not
+/// planned by rows:
 /// [`rounds::cap`], from the run totals the opening counted),
 /// rounded up to whole `grain`s (a verified read's checksum blocks: each block then lies
 /// whole in one aggregator's part and is checked from the bytes delivered, never read
@@ -118,10 +119,14 @@ pub(super) fn io_rounds(
     let aggs = total.div_ceil(domain).max(1) as u32;
     // Parts of whole `grain`s (at most the domain, itself a multiple of `align`).
     let whole = |chunk: u64| (chunk.div_ceil(grain.max(1)) * grain.max(1)).min(domain);
-    let chunk = rounds::slab_chunk(layout, whole(domain.min(opening.buffer)), grain);
+    let chunk = whole(domain.min(opening.buffer));
     let full = Rounds::new(total, chunk, aggs);
-    if rounds::slabs_fit(layout, &full) {
+    if rounds::slabs_fit(layout, &full) || rounds::windows_fit(layout, &full) {
         return full;
+    }
+    let moved = Rounds::new(total, rounds::slab_chunk(layout, chunk, grain, aggs), aggs);
+    if rounds::slabs_fit(layout, &moved) {
+        return moved;
     }
     let chunk = rounds::cap(
         total,

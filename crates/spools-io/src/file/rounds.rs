@@ -166,25 +166,26 @@ pub(super) fn slabs_fit(layout: &Layout, rounds: &Rounds) -> bool {
 }
 
 /// Bytes every aggregator's part of a round should be a multiple of for `layout`'s windows
-/// to be slabs ([`slabs_fit`]) and its rows whole in each part (so a round's plan
-/// intersects the two distributions dimension by dimension, `spools_map::PlanPath::
-/// Dimensions`): an array's slab period; 1 for other layouts.
-pub(super) fn slab_grain(layout: &Layout) -> u64 {
+/// to be slabs ([`slabs_fit`]) with `aggs` aggregators: what an array's slab period
+/// needs of one part; 1 for other layouts.
+fn slab_grain(layout: &Layout, aggs: u32) -> u64 {
     match layout {
         Layout::Array(a) => match a.slab_period() {
             0 | u64::MAX => 1,
-            p => p,
+            p => p / gcd(p, u64::from(aggs.max(1))),
         },
         _ => 1,
     }
 }
 
-/// `chunk` moved to a multiple of both `slab_grain(layout)` and `grain` where one is near:
-/// up where that adds at most 1/16 (the collective buffer is a target, not a hard cap, at
-/// that margin), else down, and unchanged where even one such multiple exceeds `chunk`
-/// (then the windows are described run by run). Not collective.
-pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64) -> u64 {
-    let p = slab_grain(layout);
+/// `chunk` moved to a multiple of both `slab_grain(layout, aggs)` and `grain` where one is
+/// near, so that the windows of rounds with `aggs` aggregators are slabs (a vector's
+/// windows otherwise go run by run: an array of more dimensions plans any window by
+/// rows, [`windows_fit`]): up where that adds at most 1/16 (the collective buffer is a
+/// target, not a hard cap, at that margin), else down, and unchanged where even one such
+/// multiple exceeds `chunk`. Not collective.
+pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64, aggs: u32) -> u64 {
+    let p = slab_grain(layout, aggs);
     let g = grain.max(1);
     if chunk % p == 0 && chunk % g == 0 {
         return chunk;
@@ -289,6 +290,10 @@ enum Part {
     /// The window is a slab ([`slabs_fit`]): its own array layout, and this rank's part of
     /// it as one range of its storage.
     Slab(Layout, (usize, usize)),
+    /// A window of an array of two or more dimensions that is no slab: the round's plan
+    /// between the caller's whole layout and the I/O distribution laid over the window
+    /// (`Plan::window`, each unit's runs of one row laid over its rows).
+    Rows(Plan),
     /// Any other window: an irregular layout of its runs.
     Window(Window),
 }
@@ -327,7 +332,29 @@ fn round(
             ));
         }
     }
+    if let Some(plan) = window_plan(layout, &io, lo) {
+        return Ok((io, Part::Rows(plan), p0));
+    }
     Ok((io, Part::Window(Window::new(layout, me, lo, hi)?), p0))
+}
+
+/// The plan from `layout`'s bytes from `lo` on to the round's I/O distribution `io` laid
+/// over them, where `Plan::window` serves.
+fn window_plan(layout: &Layout, io: &Layout, lo: u64) -> Option<Plan> {
+    match io {
+        Layout::Stripe(s) => Plan::window(layout, lo, s),
+        _ => None,
+    }
+}
+
+/// Whether every window of `rounds` over `layout` is planned without a description of
+/// its runs ([`Part::Rows`]): then rounds need not be cut small for short runs. Not
+/// collective.
+pub(super) fn windows_fit(layout: &Layout, rounds: &Rounds) -> bool {
+    rounds
+        .io_layout(0)
+        .ok()
+        .is_some_and(|io| window_plan(layout, &io, 0).is_some())
 }
 
 /// A local offset as an index.
@@ -363,6 +390,8 @@ pub(super) fn write(
                 "the local storage is shorter than the layout's share",
             ))?;
             redistribute_plan(comm, &plan, src, &mut buf, &integrity(checked))?
+        } else if let Part::Rows(plan) = &part {
+            redistribute_plan(comm, plan, data, &mut buf, &integrity(checked))?
         } else if let Part::Window(w) = part {
             let plan = Plan::new(&w.layout, &io)?;
             let src: &[u8] = match w.contiguous() {
@@ -423,6 +452,8 @@ pub(super) fn read(
                 "the local storage is shorter than the layout's share",
             ))?;
             redistribute_plan(comm, &plan, &buf, dst, &integrity(checked))?
+        } else if let Part::Rows(plan) = &part {
+            redistribute_plan(comm, &plan.reversed(), &buf, data, &integrity(checked))?
         } else if let Part::Window(w) = part {
             let plan = Plan::new(&io, &w.layout)?;
             match w.contiguous() {

@@ -43,14 +43,18 @@ fn row_rounds(
     let row = geo.row_bytes().max(1);
     let rows = |buffer: u64| (buffer / row).clamp(1, per.max(1));
     let k = rows((per * row).min(buffer));
-    // Whole slabs of an array where a multiple of them is near (rounds::slab_chunk),
-    // within the aggregator's rows.
-    let k = Some(rounds::slab_chunk(layout, k * row, row) / row)
-        .filter(|&s| s <= per.max(1))
-        .unwrap_or(k);
     let full = Rounds::new(geo.size, k * row, aggs);
-    if rounds::slabs_fit(layout, &full) {
+    if rounds::slabs_fit(layout, &full) || rounds::windows_fit(layout, &full) {
         return Ok((full, k));
+    }
+    // Windows of a vector made slabs where a multiple of them is near
+    // (rounds::slab_chunk), within the aggregator's rows.
+    let moved = rounds::slab_chunk(layout, k * row, row, aggs) / row;
+    if moved <= per.max(1) {
+        let rounds = Rounds::new(geo.size, moved * row, aggs);
+        if rounds::slabs_fit(layout, &rounds) {
+            return Ok((rounds, moved));
+        }
     }
     let buffer = rounds::capped_buffer(comm, layout, geo.size, aggs, (per * row).min(buffer))?;
     let k = rows(buffer);
