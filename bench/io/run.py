@@ -36,6 +36,11 @@ Experiments (names for --only):
            and a raid5(unit=64KiB,count=5) file (spools bench io), and through a parallel pipe
            from block to cyclic against block to block (spools bench pipe); the goal is a
            ratio of bandwidths >= 0.2 (--quick: 8 MiB, 2 ranks)
+  shapes   single-element runs in N-d shapes: 2-D and 3-D arrays whose fastest dimension is
+           cyclic (rows of 999 elements that no stripe unit divides, a 2-D grid, Fortran order)
+           against row blocks of the same array, at 2, 3 and 4 ranks, through canonical, .npy,
+           RAID-0, RAID-5 (and its read with a unit file deleted), Zarr and a pipe from row
+           blocks; 32 MiB each (--quick: 8 MiB, 3 ranks); the goal is a ratio >= 0.2
   rss      memory: peak resident set (VmHWM) of each rank writing a 4 GiB canonical file
            (i32[1024,1024,1024] in 2x2x1 blocks) with 4 ranks, as chosen (--reshuffle auto:
            direct here) and through aggregators (--reshuffle always), against the goal "own
@@ -112,6 +117,16 @@ def mem_available():
     except (OSError, ValueError, IndexError):
         return None
     return None
+
+
+def layout_bytes(spec):
+    """Bytes of a layout spec's dataset ("T[a,b,...] ...")."""
+    t, rest = spec.split("[", 1)
+    dims = rest.split("]", 1)[0].split(",")
+    size = {"i8": 1, "u8": 1, "i16": 2, "u16": 2, "i32": 4, "u32": 4, "f32": 4, "i64": 8, "u64": 8, "f64": 8}[t]
+    for d in dims:
+        size *= int(d)
+    return size
 
 
 def grid3(p):
@@ -303,6 +318,59 @@ class Bench:
                         r = last_json(cons.stderr)
                         # Seconds per record, so that a ratio of times is a ratio of bandwidths.
                         self.add(("shortruns", "pipe", p, t, dist, "read"), (mib << 20) / (r["mb_per_s"] * 1e6))
+
+    def shapes(self):
+        """Single-element runs in N-d shapes (issue 62): each shape's short-run layout
+        against the row blocks of the same array, written and read through every format
+        (canonical, .npy, RAID-0, RAID-5 and its degraded read, Zarr), and through a
+        parallel pipe from row blocks, at 2, 3 and 4 ranks; the goal is a ratio of
+        bandwidths >= 0.2."""
+        mib = 8 if self.quick else 32
+        ranks = (3,) if self.quick else (2, 3, 4)
+        env = {"SPOOLS_PIPE_DIR": self.f("pipes"), "SPOOLS_PIPE_TIMEOUT": "120"}
+        for _ in range(self.runs):
+            for p in ranks:
+                g2 = {2: "1x2", 3: "1x3", 4: "2x2"}[p]
+                n999 = (mib << 20) // (999 * 4)
+                n1k = (mib << 20) // (1024 * 8)
+                n3 = (mib << 20) // (250 * 250 * 4)
+                shapes = [
+                    ("2-D i32 *,cyclic (rows of 999)", f"i32[{n999},999] *,cyclic on 1x{p}", f"i32[{n999},999] block,* on {p}x1", "64x999"),
+                    ("2-D f64 *,cyclic", f"f64[{n1k},1024] *,cyclic on 1x{p}", f"f64[{n1k},1024] block,* on {p}x1", "64x1024"),
+                    (f"2-D f64 cyclic,cyclic on {g2}", f"f64[{n1k},1024] cyclic,cyclic on {g2}", f"f64[{n1k},1024] block,* on {p}x1", "64x1024"),
+                    ("3-D i32 *,*,cyclic", f"i32[{n3},250,250] *,*,cyclic on 1x1x{p}", f"i32[{n3},250,250] block,*,* on {p}x1x1", "4x250x250"),
+                    ("2-D i32 order=F cyclic,*", f"i32[999,{n999}] cyclic,* on {p}x1 order=F", f"i32[999,{n999}] *,block on 1x{p} order=F", "999x64"),
+                ]
+                formats = [("canonical", "canonical"), ("npy", "npy"), ("raid0", f"stripe(unit=64KiB,count={p + 1})"),
+                           ("raid5", "raid5(unit=64KiB,count=5)"), ("zarr", None)]
+                for name, short, rows, chunk in shapes:
+                    for kind, fmt in formats:
+                        if fmt is None:
+                            fmt = f"zarr(chunk={chunk},codec=none)"
+                        for dist, lay in (("rows", rows), ("short", short)):
+                            f = self.f(f"shapes-{kind}")
+                            r = last_json(spools_run(p, ["bench", "io", "--layout", lay, "--file", f, "--format", fmt, "--write", "--read", "--keep", "--reps", "3", "--json"]).stdout)
+                            self.add(("shapes", name, kind, p, dist, "write"), r["write"]["median_s"])
+                            self.add(("shapes", name, kind, p, dist, "read"), r["read"]["median_s"])
+                            if kind == "raid5":
+                                with open(f) as fh:
+                                    unit = json.load(fh)["units"][1]["path"]
+                                os.remove(os.path.join(os.path.dirname(f), unit))
+                                r = last_json(spools_run(p, ["bench", "io", "--layout", lay, "--file", f, "--format", fmt, "--read", "--reps", "3", "--json"]).stdout)
+                                self.add(("shapes", name, "raid5 degraded", p, dist, "read"), r["read"]["median_s"])
+                    for dist, lay in (("rows", rows), ("short", short)):
+                        pname = f"pipe:shapes-{p}-{dist}"
+                        e2 = dict(os.environ)
+                        e2.update(env)
+                        records = 4
+                        prod = subprocess.Popen([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "producer", "--layout", rows, "--name", pname, "--records", str(records), "--json"], env=e2, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                        cons = sh([SPOOLS, "run", "-n", str(p), "--timeout", "600", "--", SPOOLS, "bench", "pipe", "--role", "consumer", "--layout", lay, "--name", pname, "--records", str(records), "--json"], env=env)
+                        _, perr = prod.communicate(timeout=600)
+                        if prod.returncode != 0:
+                            raise RuntimeError(f"pipe producer failed: {perr}")
+                        r = last_json(cons.stderr)
+                        total = layout_bytes(rows)
+                        self.add(("shapes", name, "pipe", p, dist, "read"), total / (r["mb_per_s"] * 1e6))
 
     def rss(self):
         n = 512 if self.quick else 1024

@@ -136,6 +136,17 @@ def main():
             b, c = m("shortruns", kind, p, t, "block", op), m("shortruns", kind, p, t, "cyclic", op)
             L.append(f"| {kind} | {p} | {t} | {op} | {b:.4f} | {c:.4f} | {b / c:.2f} |")
         L.append("")
+    if any(k[0] == "shapes" for k in s):
+        L += ["## Single-element runs in N-d shapes (`shapes`): short-run layout / row blocks, ratio of bandwidths (goal >= 0.2)", "",
+              "| shape | format | ranks | write | read |", "|---|---|---|---|---|"]
+        for k in sorted({(k[1], k[2], k[3]) for k in s if k[0] == "shapes"}):
+            name, kind, p = k
+            cells = []
+            for op in ("write", "read"):
+                b, c = m("shapes", name, kind, p, "rows", op), m("shapes", name, kind, p, "short", op)
+                cells.append(f"{b / c:.2f}" if b == b and c == c else "")
+            L.append(f"| {name} | {kind} | {p} | {cells[0]} | {cells[1]} |")
+        L.append("")
     if any(k[0] == "pipes" for k in s):
         L += ["## Parallel pipes (nCUBE Tables 1 and 2): aggregate MB/s, s = r ranks", ""]
         for n in sorted({int(k[1]) for k in s if k[0] == "pipes"}):

@@ -114,11 +114,30 @@ fn gather_n<const N: usize>(
         count == 0 || span.len() >= (count - 1) * stride + n,
         "span too short"
     );
-    for i in 0..count {
-        if let Some(run) = span.get(i * stride..i * stride + n) {
-            out.extend_from_slice(run);
+    let total = n * count;
+    if count == 0 || span.len() < (count - 1) * stride + n {
+        for i in 0..count {
+            if let Some(run) = span.get(i * stride..i * stride + n) {
+                out.extend_from_slice(run);
+            }
+        }
+        return;
+    }
+    out.reserve(total);
+    let at = out.len();
+    let spare = &mut out.spare_capacity_mut()[..total];
+    for (i, to) in spare.chunks_exact_mut(n).enumerate() {
+        let from = &span[i * stride..i * stride + n];
+        // SAFETY: `from` and `to` are `n` bytes each (a run of `span`, checked to hold
+        // every run above, and a chunk of the spare capacity), and a shared borrow of
+        // `span` cannot overlap `out`'s exclusively borrowed spare capacity.
+        unsafe {
+            std::ptr::copy_nonoverlapping(from.as_ptr(), to.as_mut_ptr().cast::<u8>(), n);
         }
     }
+    // SAFETY: the loop wrote all `total` bytes after the old length (`count` chunks of
+    // `n`), within the capacity reserved for them.
+    unsafe { out.set_len(at + total) };
 }
 
 #[inline(always)]

@@ -299,8 +299,11 @@ enum Part {
 }
 
 /// Round `r`'s I/O distribution, how the window of the caller's layout it covers is
-/// exchanged, and the stream offset of this rank's part, with `buf` zeroed to that part's
-/// length.
+/// exchanged, and the stream offset of this rank's part, with `buf` sized to that part's
+/// length: zeroed where it grows (a fresh buffer from zeroed pages, not a pass of zeros
+/// over it), left as the last round left it elsewhere, since every byte of the part is
+/// overwritten before it is used (a write's exchange covers the whole window; a read's
+/// source fills the part or fails, and then its bytes are not used).
 fn round(
     rounds: &Rounds,
     r: u64,
@@ -309,8 +312,12 @@ fn round(
     buf: &mut Vec<u8>,
 ) -> Result<(Layout, Part, u64), FileError> {
     let (p0, p1) = rounds.part(r, me);
-    buf.clear();
-    buf.resize((p1 - p0) as usize, 0);
+    let len = (p1 - p0) as usize;
+    if buf.capacity() < len {
+        *buf = vec![0; len];
+    } else {
+        buf.resize(len, 0);
+    }
     let io = rounds.io_layout(r)?;
     if rounds.count() == 1 {
         return Ok((io, Part::Whole, p0));
