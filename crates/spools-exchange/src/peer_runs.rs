@@ -5,7 +5,7 @@
 use spools_map::{Plan, Strided};
 
 use crate::bounds::{slice, slice_mut};
-use crate::crc::{copy_crc, extend_crc};
+use crate::crc::{copy_crc, extend_crc, STEP};
 use crate::error::{ExchangeError, Side};
 use crate::options::ExchangeStats;
 use crate::pieces::Pieces;
@@ -144,6 +144,9 @@ impl PeerRuns {
     ) -> Result<Vec<u8>, ExchangeError> {
         out.clear();
         let mut crc = 0u32;
+        // The transfer unit's bytes up to here are in `crc`: checksummed in steps of at
+        // least `STEP` bytes while they are still in the cache, however short the runs.
+        let mut summed = 0usize;
         while out.len() < tu {
             let Some((b, p)) = self.take(plan, (tu - out.len()) as u64)? else {
                 break;
@@ -155,24 +158,28 @@ impl PeerRuns {
                 p.src,
                 span(p.len, p.count, p.src_stride),
             )?;
-            let at = out.len();
-            match (p.count, integrity) {
-                (1, true) => crc = extend_crc(&mut out, from, crc),
-                (1, false) => append_run(&mut out, from),
-                _ => {
-                    gather(
-                        &mut out,
-                        from,
-                        p.src_stride as usize,
-                        p.len as usize,
-                        p.count as usize,
-                    );
-                    if integrity {
-                        crc = crc32c::crc32c_append(crc, &out[at..]);
-                    }
+            match p.count {
+                1 if integrity && out.len() == summed => {
+                    crc = extend_crc(&mut out, from, crc);
+                    summed = out.len();
                 }
+                1 => append_run(&mut out, from),
+                _ => gather(
+                    &mut out,
+                    from,
+                    p.src_stride as usize,
+                    p.len as usize,
+                    p.count as usize,
+                ),
+            }
+            if integrity && out.len() - summed >= STEP {
+                crc = crc32c::crc32c_append(crc, &out[summed..]);
+                summed = out.len();
             }
             stats.runs += p.count;
+        }
+        if integrity && out.len() > summed {
+            crc = crc32c::crc32c_append(crc, &out[summed..]);
         }
         self.remaining -= out.len() as u64;
         stats.sent += out.len() as u64;
@@ -219,6 +226,8 @@ impl PeerRuns {
         }
         let mut at = 0usize;
         let mut crc = 0u32;
+        // As in `pack`: the payload up to `summed` is in `crc`.
+        let mut summed = 0usize;
         while at < payload.len() {
             let Some((b, p)) = self.take(plan, (payload.len() - at) as u64)? else {
                 break;
@@ -232,17 +241,22 @@ impl PeerRuns {
                 span(p.len, p.count, p.dst_stride),
             )?;
             let from = &payload[at..at + n];
-            match (p.count, integrity) {
-                (1, true) => crc = copy_crc(to, from, crc),
-                (1, false) => copy_run(to, from),
-                _ => {
-                    if integrity {
-                        crc = crc32c::crc32c_append(crc, from);
-                    }
-                    scatter(to, p.dst_stride as usize, from, p.len as usize);
+            match p.count {
+                1 if integrity && at == summed => {
+                    crc = copy_crc(to, from, crc);
+                    summed = at + n;
                 }
+                1 => copy_run(to, from),
+                _ => scatter(to, p.dst_stride as usize, from, p.len as usize),
             }
             at += n;
+            if integrity && at - summed >= STEP {
+                crc = crc32c::crc32c_append(crc, &payload[summed..at]);
+                summed = at;
+            }
+        }
+        if integrity && at > summed {
+            crc = crc32c::crc32c_append(crc, &payload[summed..at]);
         }
         self.remaining -= payload.len() as u64;
         stats.received += payload.len() as u64;

@@ -347,6 +347,7 @@ impl PeerPlan {
     pub fn bytes(&self) -> u64 {
         match &self.source {
             RunsInner::Symbolic(p) => p.total_bytes(),
+            RunsInner::Rows(r) => r.total_bytes(),
             _ => self.strided().map(|p| p.bytes()).sum(),
         }
     }

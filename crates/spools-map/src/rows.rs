@@ -211,8 +211,8 @@ pub(crate) struct RowSweep {
     /// The current row and the next pattern progression to lay over it.
     row: u64,
     at: usize,
-    /// Pieces of a clipped progression not yet handed out.
-    queue: Vec<Strided>,
+    /// Pieces of a clipped progression not yet handed out (taken from the front).
+    queue: [Option<Strided>; 3],
     /// A progression being handed out run by run (for `Iterator`).
     expanding: Option<(Strided, u64)>,
     done: bool,
@@ -236,7 +236,7 @@ impl RowSweep {
             block: d,
             row: 0,
             at: 0,
-            queue: Vec::new(),
+            queue: [None; 3],
             expanding: None,
             done,
             geo,
@@ -355,6 +355,31 @@ impl RowSweep {
     pub(crate) fn stored_bytes(&self) -> usize {
         self.pattern.stored_bytes()
     }
+
+    /// Bytes of all the runs from the start, without handing them out: a row wholly in a
+    /// block counts its pattern's bytes at once.
+    pub(crate) fn total_bytes(&self) -> u64 {
+        let mut walk = self.clone();
+        walk.queue = [None; 3];
+        walk.expanding = None;
+        walk.at = 0;
+        let whole: u64 = walk.pattern.runs.iter().map(Strided::bytes).sum();
+        let mut sum = 0;
+        while !walk.done {
+            let (lo, hi) = walk.range();
+            let g0 = walk.row * walk.geo.row;
+            let (a, b) = (lo.max(g0) - g0, hi.min(g0 + walk.geo.row) - g0);
+            if a == 0 && b == walk.geo.row {
+                sum += whole;
+            } else {
+                for p in &walk.pattern.runs {
+                    sum += clip(p, a, b).map(|x| x.bytes()).sum::<u64>();
+                }
+            }
+            walk.advance();
+        }
+        sum
+    }
 }
 
 impl Progressions for RowSweep {
@@ -364,7 +389,7 @@ impl Progressions for RowSweep {
             return Some(rest);
         }
         loop {
-            if let Some(q) = self.queue.pop() {
+            if let Some(q) = self.queue.iter_mut().find_map(Option::take) {
                 return Some(if self.flip { q.swapped() } else { q });
             }
             if self.done {
@@ -383,15 +408,19 @@ impl Progressions for RowSweep {
             // Stripe-local offset of the row's byte 0 (may lie before the block: only
             // bytes within it are handed out).
             let dst_base = (self.block / self.geo.count) * self.geo.unit + g0;
-            let mut pieces: Vec<Strided> = clip(&p, a, b)
-                .map(|x| Strided {
-                    src: src_base + x.src,
-                    dst: dst_base + x.dst - lo,
-                    ..x
-                })
-                .collect();
-            pieces.reverse();
-            self.queue = pieces;
+            let place = |x: Strided| Strided {
+                src: src_base + x.src,
+                dst: dst_base + x.dst - lo,
+                ..x
+            };
+            if a == 0 && b == self.geo.row {
+                // The whole row lies in the block (the common case): no clipping.
+                let q = place(p);
+                return Some(if self.flip { q.swapped() } else { q });
+            }
+            for (slot, x) in self.queue.iter_mut().zip(clip(&p, a, b)) {
+                *slot = Some(place(x));
+            }
         }
     }
 }
