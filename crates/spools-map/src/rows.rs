@@ -280,8 +280,8 @@ impl RowSweep {
     }
 
     /// Steps to the next row `s` owns within the block, or on to the next block of `d`
-    /// (the last row of a block may go on into the next block of `d` only when `d` is
-    /// the only unit, which a served stripe never has).
+    /// (which may start within the same row: a row longer than the stripe's period, or a
+    /// stripe of one unit, goes on there and is clipped again).
     fn advance(&mut self) {
         self.at = 0;
         let (_, hi) = self.range();
