@@ -266,17 +266,23 @@ impl RowSweep {
                 self.done = true;
                 return;
             }
-            if self.row * self.geo.row < hi {
+            if self.row * self.geo.row < hi || !self.next_block() {
                 return;
             }
-            self.block += self.geo.count;
-            let g = self.geo.block(self.block).0;
-            if g >= self.geo.end {
-                self.done = true;
-                return;
-            }
-            self.row = self.first_row(g);
         }
+    }
+
+    /// Moves on to `d`'s next block and the first row `s` owns that meets it; `false`
+    /// (and done) past the end.
+    fn next_block(&mut self) -> bool {
+        self.block += self.geo.count;
+        let g = self.geo.block(self.block).0;
+        if g >= self.geo.end {
+            self.done = true;
+            return false;
+        }
+        self.row = self.first_row(g);
+        true
     }
 
     /// Steps to the next row `s` owns within the block, or on to the next block of `d`
@@ -289,13 +295,9 @@ impl RowSweep {
         if row_end > hi {
             // The row goes on past the block: the rest lies in other units' blocks, or in
             // `d`'s next block, which starts at this row or a later one.
-            self.block += self.geo.count;
-            let g = self.geo.block(self.block).0;
-            if g >= self.geo.end {
-                self.done = true;
+            if !self.next_block() {
                 return;
             }
-            self.row = self.first_row(g);
         } else {
             self.row = self.first_row(row_end);
         }
