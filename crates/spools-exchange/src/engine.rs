@@ -104,7 +104,13 @@ pub fn exchange(
         .and_then(|()| check_buffers(Side::Destination, plan.dst(), dst_owners, me, &dst_lens));
     // Every rank learns whether any rank refused, or passed another plan, before anything
     // moves, so that no rank waits for data that will never come.
-    let digest = Digest::of(&(plan.src(), plan.dst(), src_owners, dst_owners));
+    let digest = Digest::of(&(
+        plan.src(),
+        plan.dst(),
+        plan.window_origin(),
+        src_owners,
+        dst_owners,
+    ));
     open_exchange(comm, checked, digest, opts)?;
     let tu = opts.transfer_unit.max(1);
     let window = opts.window.max(1);

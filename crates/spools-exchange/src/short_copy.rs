@@ -114,8 +114,16 @@ fn gather_n<const N: usize>(
         count == 0 || span.len() >= (count - 1) * stride + n,
         "span too short"
     );
-    let total = n * count;
-    if count == 0 || span.len() < (count - 1) * stride + n {
+    let (Some(total), Some(need)) = (
+        n.checked_mul(count),
+        count
+            .checked_sub(1)
+            .and_then(|c| c.checked_mul(stride))
+            .and_then(|x| x.checked_add(n)),
+    ) else {
+        return;
+    };
+    if n == 0 || span.len() < need {
         for i in 0..count {
             if let Some(run) = span.get(i * stride..i * stride + n) {
                 out.extend_from_slice(run);

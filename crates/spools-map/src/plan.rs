@@ -10,7 +10,7 @@ use crate::error::PlanError;
 use crate::intersect::DimIntersection;
 use crate::layout::{Layout, OwnRuns};
 use crate::product::{Merge, Product, RawRun};
-use crate::rows::{self, RowGeometry, RowPattern, RowSweep};
+use crate::rows::{self, RowGeometry, RowSweep};
 use crate::run::Run;
 use crate::strided::{MergeStrided, Progressions, Strided};
 
@@ -466,6 +466,16 @@ impl Plan {
         }
     }
 
+    /// Where the destination's (for a reversed plan, the source's) stream starts in the
+    /// array's: the `lo` of [`window`](Self::window), 0 for any other plan. Part of what
+    /// the ranks of an exchange agree on, with the two layouts.
+    pub fn window_origin(&self) -> u64 {
+        match &self.path {
+            Path::Rows(_, geo, _) => geo.origin(),
+            _ => 0,
+        }
+    }
+
     /// The plan from the bytes `[lo, lo + n)` of `array`'s canonical stream to `io`, a
     /// stripe of `n` bytes laid over them (its local offsets count from `lo`): one round of
     /// collective file I/O, whose window of the array needs no description of its own. The
@@ -486,6 +496,7 @@ impl Plan {
     /// // unit 0 (its local bytes 2, 3, 6 and 7)
     /// let runs: Vec<(u64, u64)> = plan.runs(1, 0)?.map(|r| (r.src, r.dst)).collect();
     /// assert_eq!(runs, vec![(2, 0), (3, 2), (6, 4), (7, 6)]);
+    /// assert_eq!((plan.window_origin(), plan.reversed().window_origin()), (5, 5));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn window(array: &Layout, lo: u64, io: &crate::stripe::StripeLayout) -> Option<Plan> {
@@ -495,7 +506,8 @@ impl Plan {
         if !rows::serves(a, io, lo) || a.units() > MAX_ROWS_UNITS {
             return None;
         }
-        if (0..a.units()).any(|u| RowPattern::of(a, u).is_none()) {
+        let geo = RowGeometry::new(a, io, lo);
+        if !geo.all_patterns(a) {
             return None;
         }
         let n = io.size()?;
@@ -506,7 +518,7 @@ impl Plan {
             dst: Arc::new(dst),
             total: n,
             alignment,
-            path: Path::Rows(Arc::new(a.clone()), RowGeometry::new(a, io, lo), true),
+            path: Path::Rows(Arc::new(a.clone()), geo, true),
         })
     }
 
@@ -606,13 +618,13 @@ impl Plan {
             (Path::Dims(a, b), _, _) => dims_peers(a, s, b)?,
             (Path::Bytes(x, y), _, _) => x.coords_meeting(s, y),
             (Path::Bits(c), _, _) => c.peers(s),
-            (Path::Rows(a, geo, true), _, _) => match RowPattern::of(a, s) {
+            (Path::Rows(a, geo, true), _, _) => match geo.pattern(a, s) {
                 Some(p) => geo.stripe_peers(a, s, &p),
                 None => self.touched(s)?.into_iter().collect(),
             },
             (Path::Rows(a, geo, false), _, _) => {
                 let mut peers = geo.array_peers(a, s);
-                if (0..a.units()).any(|u| RowPattern::of(a, u).is_none()) {
+                if !geo.all_patterns(a) {
                     peers = self.touched(s)?.into_iter().collect();
                 }
                 peers
@@ -722,15 +734,10 @@ impl Plan {
             (Path::Bits(c), _, _) => RunsInner::Bits(c.runs(s, d)),
             (Path::Rows(a, geo, array_src), _, _) => {
                 let (au, su) = if *array_src { (s, d) } else { (d, s) };
-                match RowPattern::of(a, au) {
-                    Some(p) => RunsInner::Rows(RowSweep::new(
-                        Arc::new(p),
-                        geo.clone(),
-                        a,
-                        au,
-                        su,
-                        !*array_src,
-                    )),
+                match geo.pattern(a, au) {
+                    Some(p) => {
+                        RunsInner::Rows(RowSweep::new(p, geo.clone(), a, au, su, !*array_src))
+                    }
                     None => self.sweep(s, d)?,
                 }
             }

@@ -10,7 +10,7 @@
 //! monotone in the canonical stream, and so is a stripe unit's), so the runs come out in
 //! the order of both sides at once.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use crate::array::ArrayLayout;
 use crate::dist::DimMap;
@@ -111,6 +111,15 @@ pub(crate) struct RowGeometry {
     /// from `origin`): the whole array, or one round's window of it.
     origin: u64,
     end: u64,
+    /// Each array unit's row pattern, found once per plan and shared by its sweeps.
+    patterns: Arc<RowPatterns>,
+}
+
+/// The row patterns of an array's units, found when first asked for: units that differ
+/// only in their slowest-dimension coordinate share one.
+#[derive(Debug)]
+struct RowPatterns {
+    cells: Vec<OnceLock<Option<Arc<RowPattern>>>>,
 }
 
 impl RowGeometry {
@@ -127,7 +136,36 @@ impl RowGeometry {
             count: s.count(),
             origin,
             end: origin.saturating_add(size).min(a.total_bytes()),
+            patterns: Arc::new(RowPatterns {
+                cells: (0..a.units() / dim0.p.max(1))
+                    .map(|_| OnceLock::new())
+                    .collect(),
+            }),
         }
+    }
+
+    /// The row pattern of `a`'s unit `s` (`None` past [`MAX_ROW_PATTERN`] progressions).
+    pub(crate) fn pattern(&self, a: &ArrayLayout, s: u64) -> Option<Arc<RowPattern>> {
+        let c = a.coords(s).ok()?;
+        let key = c
+            .iter()
+            .zip(a.grid())
+            .enumerate()
+            .filter(|&(k, _)| k != self.s0)
+            .fold(0u64, |acc, (_, (&c, &g))| acc * g + c);
+        let cell = self.patterns.cells.get(usize::try_from(key).ok()?)?;
+        cell.get_or_init(|| RowPattern::of(a, s).map(Arc::new))
+            .clone()
+    }
+
+    /// Whether every unit of `a` has a row pattern.
+    pub(crate) fn all_patterns(&self, a: &ArrayLayout) -> bool {
+        (0..a.units()).all(|u| self.pattern(a, u).is_some())
+    }
+
+    /// Where the stripe starts in the array's bytes.
+    pub(crate) fn origin(&self) -> u64 {
+        self.origin
     }
 
     /// Global byte range of stripe block `j` (empty past the end).
@@ -154,7 +192,7 @@ impl RowGeometry {
                 if b0 * self.row >= self.end {
                     break;
                 }
-                for row in b0..b1 {
+                for row in b0.max(r)..b1 {
                     let (g0, g1) = (row * self.row, ((row + 1) * self.row).min(self.end));
                     if g0 >= self.end {
                         break;
@@ -187,8 +225,8 @@ impl RowGeometry {
     pub(crate) fn array_peers(&self, a: &ArrayLayout, d: u64) -> Vec<u64> {
         (0..a.units())
             .filter(|&s| {
-                RowPattern::of(a, s).is_some_and(|p| {
-                    RowSweep::new(Arc::new(p), self.clone(), a, s, d, false)
+                self.pattern(a, s).is_some_and(|p| {
+                    RowSweep::new(p, self.clone(), a, s, d, false)
                         .next_progression()
                         .is_some()
                 })

@@ -124,7 +124,11 @@ pub(super) fn io_rounds(
     if rounds::slabs_fit(layout, &full) || rounds::windows_fit(layout, &full) {
         return full;
     }
-    let moved = Rounds::new(total, rounds::slab_chunk(layout, chunk, grain, aggs), aggs);
+    let moved = Rounds::new(
+        total,
+        rounds::slab_chunk(layout, chunk, grain, aggs, domain),
+        aggs,
+    );
     if rounds::slabs_fit(layout, &moved) {
         return moved;
     }
@@ -606,8 +610,9 @@ pub(super) fn read(
             pieces: None,
             verify: Some(&verify),
         };
-        // A failed read still takes part in the exchanges (with zeros), so that no rank
-        // waits for it; the agreement below then fails the call everywhere.
+        // A failed read still takes part in the exchanges (with whatever its part buffer
+        // holds), so that no rank waits for it; the agreement below then fails the call
+        // everywhere (the caller's buffer then holds no promised bytes).
         let (x, got) = rounds::read(comm, &plan, layout, data, opts.integrity, &mut sink)?;
         stats.exchange = x;
         got.and_then(|()| verify.finish())

@@ -182,9 +182,9 @@ fn slab_grain(layout: &Layout, aggs: u32) -> u64 {
 /// near, so that the windows of rounds with `aggs` aggregators are slabs (a vector's
 /// windows otherwise go run by run: an array of more dimensions plans any window by
 /// rows, [`windows_fit`]): up where that adds at most 1/16 (the collective buffer is a
-/// target, not a hard cap, at that margin), else down, and unchanged where even one such
-/// multiple exceeds `chunk`. Not collective.
-pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64, aggs: u32) -> u64 {
+/// target, not a hard cap, at that margin) and stays within `most`, else down, and
+/// unchanged where even one such multiple exceeds `chunk`. Not collective.
+pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64, aggs: u32, most: u64) -> u64 {
     let p = slab_grain(layout, aggs);
     let g = grain.max(1);
     if chunk % p == 0 && chunk % g == 0 {
@@ -194,7 +194,7 @@ pub(super) fn slab_chunk(layout: &Layout, chunk: u64, grain: u64, aggs: u32) -> 
         return chunk;
     };
     let up = chunk.div_ceil(q) * q;
-    if up - chunk <= chunk / 16 {
+    if up - chunk <= chunk / 16 && up <= most {
         up
     } else {
         chunk / q * q

@@ -49,7 +49,7 @@ fn row_rounds(
     }
     // Windows of a vector made slabs where a multiple of them is near
     // (rounds::slab_chunk), within the aggregator's rows.
-    let moved = rounds::slab_chunk(layout, k * row, row, aggs) / row;
+    let moved = rounds::slab_chunk(layout, k * row, row, aggs, per.max(1) * row) / row;
     if moved <= per.max(1) {
         let rounds = Rounds::new(geo.size, moved * row, aggs);
         if rounds::slabs_fit(layout, &rounds) {
