@@ -440,9 +440,19 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
             };
             e(w.bcast(&mut b, 0))?;
             check(b == pattern(7, LEN), || "bcast bytes".into())?;
+            // Each rank's probe chose its mode alone, and the sender's decides whether
+            // it lends: expect what every rank's mode implies.
+            let code = |m| match m {
+                spools::SingleCopy::None => 0u8,
+                spools::SingleCopy::CmaCollectives => 1,
+                spools::SingleCopy::Cma => 2,
+            };
+            let mut modes = vec![0u8; n as usize];
+            e(w.allgather(&[code(mode)], &mut modes))?;
             // Loans end with their sends: more collectives than a process has loan
-            // words (16,384) still read, the last ones too.
-            if mode != spools::SingleCopy::None {
+            // words (16,384) still read, the last ones too. Every rank takes part or
+            // none (a probe under load may find one read slower on one rank only).
+            if modes.iter().all(|&m| m != 0) {
                 let part = vec![me as u8; 40 << 10];
                 let mut both = vec![0u8; part.len() * n as usize];
                 for _ in 0..17_000 {
@@ -455,15 +465,6 @@ fn collectives_read_peers_memory_where_point_to_point_keeps_the_rings() {
                 })?;
             }
             let after_coll = read();
-            // Each rank's probe chose its mode alone, and the sender's decides whether
-            // it lends: expect what every rank's mode implies.
-            let code = |m| match m {
-                spools::SingleCopy::None => 0u8,
-                spools::SingleCopy::CmaCollectives => 1,
-                spools::SingleCopy::Cma => 2,
-            };
-            let mut modes = vec![0u8; n as usize];
-            e(w.allgather(&[code(mode)], &mut modes))?;
             if mode == spools::SingleCopy::None {
                 let refused_or_slower =
                     why.contains("not permitted") || why.contains("two copies are faster");
