@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use crate::kernel::zip_with;
+
 mod sealed {
     pub trait Sealed {}
 }
@@ -229,24 +231,12 @@ impl<T: Element> Op<T> {
     pub fn combine(&self, acc: &mut [T], other: &[T], acc_is_lower: bool) {
         debug_assert_eq!(acc.len(), other.len());
         match self {
-            Op::Sum => acc
-                .iter_mut()
-                .zip(other)
-                .for_each(|(a, b)| *a = T::add(*a, *b)),
-            Op::Prod => acc
-                .iter_mut()
-                .zip(other)
-                .for_each(|(a, b)| *a = T::mul(*a, *b)),
-            Op::Min => acc.iter_mut().zip(other).for_each(|(a, b)| {
-                if *b < *a {
-                    *a = *b
-                }
-            }),
-            Op::Max => acc.iter_mut().zip(other).for_each(|(a, b)| {
-                if *b > *a {
-                    *a = *b
-                }
-            }),
+            Op::Sum => zip_with(acc, other, T::add),
+            Op::Prod => zip_with(acc, other, T::mul),
+            // Selects rather than conditional stores: the loops vectorise (a NaN in
+            // `other` keeps `acc`, as before).
+            Op::Min => zip_with(acc, other, |a, b| if b < a { b } else { a }),
+            Op::Max => zip_with(acc, other, |a, b| if b > a { b } else { a }),
             Op::User(f, _) => {
                 if acc_is_lower {
                     acc.iter_mut().zip(other).for_each(|(a, b)| *a = f(*a, *b));

@@ -298,22 +298,27 @@ pub(crate) trait WithOp {
 /// # Errors
 /// `MPI_ERR_OP` for a type without typed arithmetic, and `w`'s own.
 pub(crate) fn with_op<W: WithOp>(b: Basic, op: MPI_Op, w: W) -> Result<W::Out, MpiError> {
+    // The bitwise and logical operators: one slice operator per operator and type, its
+    // loop vectorised (`zip_with`), where a function per element was one indirect call
+    // per element.
+    macro_rules! slice {
+        ($t:ty, $f:expr) => {
+            Op::<$t>::user_slice(|acc, other, _| spools::zip_with(acc, other, $f), true)
+        };
+    }
     macro_rules! ints {
         ($t:ty) => {{
-            let f: fn($t, $t) -> $t = match op {
-                MPI_BAND => |a, b| a & b,
-                MPI_BOR => |a, b| a | b,
-                MPI_BXOR => |a, b| a ^ b,
-                MPI_LAND => |a, b| <$t>::from(a != 0 && b != 0),
-                MPI_LOR => |a, b| <$t>::from(a != 0 || b != 0),
-                _ => |a, b| <$t>::from((a != 0) != (b != 0)),
-            };
             let o: Op<$t> = match op {
                 MPI_SUM => Op::Sum,
                 MPI_PROD => Op::Prod,
                 MPI_MIN => Op::Min,
                 MPI_MAX => Op::Max,
-                _ => Op::user(f, true),
+                MPI_BAND => slice!($t, |a, b| a & b),
+                MPI_BOR => slice!($t, |a, b| a | b),
+                MPI_BXOR => slice!($t, |a, b| a ^ b),
+                MPI_LAND => slice!($t, |a, b| <$t>::from(a != 0 && b != 0)),
+                MPI_LOR => slice!($t, |a, b| <$t>::from(a != 0 || b != 0)),
+                _ => slice!($t, |a, b| <$t>::from((a != 0) != (b != 0))),
             };
             w.with(o)
         }};
