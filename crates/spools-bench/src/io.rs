@@ -30,6 +30,9 @@ struct Timing {
     runs_s: Vec<f64>,
     /// Whether the last repetition went through an I/O distribution (two-phase).
     reshuffled: bool,
+    /// Whether the last repetition was a sieved read (every rank read the windows of the
+    /// file that hold its runs).
+    sieved: bool,
     /// Aggregators of the last repetition.
     aggregators: u32,
     /// Blocks rebuilt from parity in the last repetition.
@@ -163,6 +166,7 @@ fn timed(
         mb_per_s: bytes as f64 / med / 1e6,
         runs_s: secs,
         reshuffled: last.reshuffled,
+        sieved: last.sieved,
         aggregators: last.aggregators,
         rebuilt_blocks: last.rebuilt,
         version: last.version,
@@ -332,6 +336,8 @@ fn print_table(r: &IoReport<'_>) {
                 t.mb_per_s,
                 if t.reshuffled {
                     "  (two-phase)"
+                } else if t.sieved {
+                    "  (sieved)"
                 } else {
                     "  (direct)"
                 }

@@ -31,14 +31,13 @@ use crate::pool;
 use spools_map::Plan;
 use spools_msg::{wait_any_at, Communicator, Op, Request};
 
-use crate::bounds::{slice, slice_mut};
 use crate::descriptor::{Descriptor, Reply};
 use crate::digest::Digest;
 use crate::error::{ExchangeError, Side, Told};
+use crate::local::copy_local;
 use crate::owners::{check_buffers, position};
 use crate::peer_runs::{peer_runs_for, PeerRuns};
 use crate::pull::{describe, descriptor_capacity, negotiated, pull, Pulled};
-use crate::short_copy::{copy_strided, span};
 
 /// Tag of the exchange engine's transfer units.
 pub(crate) const TAG_TU: i32 = 0x0e_0001;
@@ -181,30 +180,7 @@ pub fn exchange(
     }
     // Copies between this rank's own units overlap with the transfers just started.
     for &(si, di, s, d) in &local {
-        for p in plan.runs(s, d)?.strided() {
-            let from = slice(
-                Side::Source,
-                s,
-                src[si].1,
-                p.src,
-                span(p.len, p.count, p.src_stride),
-            )?;
-            let to = slice_mut(
-                Side::Destination,
-                d,
-                dst[di].1,
-                p.dst,
-                span(p.len, p.count, p.dst_stride),
-            )?;
-            copy_strided(
-                (to, p.dst_stride as usize),
-                (from, p.src_stride as usize),
-                p.len as usize,
-                p.count as usize,
-            );
-            stats.local += p.bytes();
-            stats.runs += p.count;
-        }
+        copy_local(plan, s, src[si].1, d, dst[di].1, &mut stats)?;
     }
     let mut failed = None;
     while !fl.reqs.is_empty() {

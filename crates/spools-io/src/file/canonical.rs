@@ -12,6 +12,7 @@ use crate::file::one_file::{OneFileFormat, Prepared, StreamAt};
 use crate::file::options::{Commit, FileStats, ReadOptions, WriteOptions};
 use crate::file::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use crate::file::rounds::{self, RoundSink, RoundSource, Rounds};
+use crate::file::sieve;
 use crate::file::steps::{
     agree_on_outcome, check_share, open, read_args, write_args, Asks, Opening,
 };
@@ -596,7 +597,27 @@ pub(super) fn read(
         ..FileStats::default()
     };
     let verify = Verify::new(opts.checksums, path, offset, bytes);
-    let res = if reshuffle {
+    let sieve = if reshuffle {
+        sieve::windows(
+            comm,
+            &opening,
+            layout,
+            total,
+            (opts.reshuffle, opts.checksums),
+        )
+    } else {
+        None
+    };
+    let res = if let Some(w) = sieve {
+        stats.reshuffled = false;
+        stats.sieved = true;
+        stats.aggregators = comm.size();
+        stats.rounds = w.count();
+        sys::open_read(path).and_then(|f| {
+            stats.exchange = sieve::read((&f, path, offset), layout, me, data, &w)?;
+            verify.finish()
+        })
+    } else if reshuffle {
         let grain = if opts.checksums { sums::SUMS_BLOCK } else { 1 };
         let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, grain));
         stats.aggregators = plan.aggs;

@@ -55,6 +55,7 @@ mod range_reader;
 mod region;
 mod rounds;
 mod rows;
+mod sieve;
 mod steps;
 mod store;
 mod striped;

@@ -293,6 +293,11 @@ pub struct FileStats {
     pub rebuilt: u64,
     /// The version written or read (striped files; 0 for canonical ones).
     pub version: u64,
-    /// Rounds of the collective buffer the data went through (0 without a reshuffle).
+    /// Rounds of the collective buffer the data went through (0 without a reshuffle; for
+    /// a sieved read, the windows of the file).
     pub rounds: u64,
+    /// Whether the read was sieved: every rank read the windows of the file that hold its
+    /// runs and copied them out, with no exchange (one-file formats, short runs, every
+    /// rank on one host).
+    pub sieved: bool,
 }

@@ -17,6 +17,7 @@ use crate::error::FileError;
 use crate::file::canonical::{io_rounds, read_own, write_own, FileSink, DOMAIN_ALIGN};
 use crate::file::options::{Commit, FileStats, Format, ReadOptions, WriteOptions};
 use crate::file::rounds;
+use crate::file::sieve;
 use crate::file::steps::{agree_on_outcome, check_share, open, Asks};
 use crate::file::sums::{Pieces, Verify};
 use spools_exchange::Digest;
@@ -204,7 +205,20 @@ pub fn read_from(
         ..FileStats::default()
     };
     let verify = Verify::new(false, path, base, total);
-    let res = if reshuffle {
+    let sieve = if reshuffle {
+        sieve::windows(comm, &opening, layout, total, (opts.reshuffle, false))
+    } else {
+        None
+    };
+    let res = if let Some(w) = sieve {
+        stats.reshuffled = false;
+        stats.sieved = true;
+        stats.aggregators = comm.size();
+        stats.rounds = w.count();
+        sieve::read((file, path, base), layout, comm.rank(), data, &w).map(|x| {
+            stats.exchange = x;
+        })
+    } else if reshuffle {
         let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;
         stats.rounds = plan.count();

@@ -99,7 +99,7 @@ impl Rounds {
     }
 
     /// The I/O distribution of round `r`'s window.
-    fn io_layout(&self, r: u64) -> Result<Layout, FileError> {
+    pub(super) fn io_layout(&self, r: u64) -> Result<Layout, FileError> {
         let (lo, hi) = self.window(r);
         Ok(Layout::Stripe(StripeLayout::new(
             self.chunk,

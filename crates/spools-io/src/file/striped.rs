@@ -373,6 +373,7 @@ pub(super) fn write(
             rebuilt: 0,
             version,
             rounds: plan.count(),
+            sieved: false,
         })
     })();
     if res.is_err() {
@@ -474,6 +475,7 @@ pub(super) fn read(
         rebuilt: total_rebuilt,
         version: m.version,
         rounds: plan.count(),
+        sieved: false,
     })
 }
 

@@ -1,0 +1,135 @@
+//! Sieved reads of the one-file formats (canonical, `.npy`): where a collective read's
+//! runs are short and every rank runs on one host, every rank reads the windows of the
+//! file that hold its runs, one window at a time, and copies its runs out of each as
+//! strided progressions (ROMIO's *data sieving*, applied to a collective read). No rank
+//! aggregates, nothing is exchanged and no rank waits for another: the file's bytes are
+//! read from the host's page cache by each rank whose runs lie in them (at most the
+//! ranks' count times the file), where the exchange would move every short run through
+//! an aggregator and the shared memory twice.
+//!
+//! A window is planned as one round of the collective buffer is ([`rounds`]): a slab of
+//! the array where windows start at whole periods of its slowest dimension, else by rows
+//! (`Plan::window`, arrays of two or more dimensions); a layout whose windows are
+//! neither is not read sieved.
+
+use std::fs::File;
+use std::path::Path;
+
+use spools_exchange::{copy_local, ExchangeStats};
+use spools_map::{Layout, Plan};
+use spools_msg::Communicator;
+
+use crate::error::FileError;
+use crate::file::options::Reshuffle;
+use crate::file::rounds::{self, Rounds};
+use crate::file::steps::Opening;
+use crate::file::sys;
+
+/// A read is sieved only where the layout's runs are shorter than this on average
+/// (bytes): there each run costs the exchange far more than its bytes cost a copy.
+const SIEVE_MAX_RUN: u64 = 64;
+
+/// The most bytes of the file a rank reads at once: a window stays in the core's cache
+/// between its read and the copies out of it.
+const SIEVE_WINDOW: u64 = 1 << 20;
+
+/// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
+/// the reshuffle left to Spools (`choice` is [`Reshuffle::Auto`]), no checksums to
+/// verify (`checked`), runs shorter than [`SIEVE_MAX_RUN`] on average (the opening's
+/// counts), every rank of `comm` on one host, and `layout` an array whose windows are
+/// slabs or planned by rows. The same answer on every rank (from what every rank
+/// agreed on or knows alike); not collective.
+pub(super) fn windows(
+    comm: &Communicator,
+    opening: &Opening,
+    layout: &Layout,
+    total: u64,
+    (choice, checked): (Reshuffle, bool),
+) -> Option<Rounds> {
+    let short = opening.runs > 0 && opening.bytes / opening.runs < SIEVE_MAX_RUN;
+    let hosts = comm.hosts();
+    let one_host = hosts.windows(2).all(|w| w[0] == w[1]);
+    if choice != Reshuffle::Auto || checked || !short || !one_host || total == 0 {
+        return None;
+    }
+    if !matches!(layout, Layout::Array(_)) {
+        return None;
+    }
+    let chunk = opening.buffer.clamp(1, SIEVE_WINDOW);
+    let full = Rounds::new(total, chunk, 1);
+    if rounds::slabs_fit(layout, &full) || rounds::windows_fit(layout, &full) {
+        return Some(full);
+    }
+    let moved = Rounds::new(total, rounds::slab_chunk(layout, chunk, 1, 1, total), 1);
+    rounds::slabs_fit(layout, &moved).then_some(moved)
+}
+
+/// Reads this rank's share `data` of `layout` from `f` (at `path`, the dataset from byte
+/// `off`), window by window of `w` ([`windows`]): each window that holds runs of this
+/// rank is read whole and its runs copied out. Not collective. Returns the copies'
+/// counts (as [`ExchangeStats::local`] and [`ExchangeStats::runs`]).
+///
+/// # Errors
+/// [`FileError`]: a read failed or came short (the file changed under the call), or a
+/// window could not be planned.
+pub(super) fn read(
+    (f, path, off): (&File, &Path, u64),
+    layout: &Layout,
+    me: u32,
+    data: &mut [u8],
+    w: &Rounds,
+) -> Result<ExchangeStats, FileError> {
+    let mut stats = ExchangeStats::default();
+    let me = u64::from(me);
+    if me >= layout.units() || data.is_empty() {
+        return Ok(stats);
+    }
+    let mut buf: Vec<u8> = Vec::new();
+    for r in 0..w.count() {
+        let (lo, hi) = w.window(r);
+        let io = w.io_layout(r)?;
+        let (plan, dst) = window_plan(layout, &io, (lo, hi), w.count() == 1, me, data)?;
+        if plan.runs(0, me)?.next().is_none() {
+            continue;
+        }
+        buf.resize((hi - lo) as usize, 0);
+        sys::read_at(f, path, &mut buf, off + lo)?;
+        copy_local(&plan, 0, &buf, me, dst, &mut stats)?;
+    }
+    Ok(stats)
+}
+
+/// The plan from window `[lo, hi)` of the file, as `io`'s one unit, to this rank's
+/// storage, and the part of `data` its destination offsets count from.
+fn window_plan<'d>(
+    layout: &Layout,
+    io: &Layout,
+    (lo, hi): (u64, u64),
+    whole: bool,
+    me: u64,
+    data: &'d mut [u8],
+) -> Result<(Plan, &'d mut [u8]), FileError> {
+    if whole {
+        return Ok((Plan::new(io, layout)?, data));
+    }
+    if let Layout::Array(a) = layout {
+        if let Some(slab) = a.slab(lo, hi) {
+            let (a0, a1) = slab.local_range(me)?;
+            let dst = usize::try_from(a0)
+                .ok()
+                .zip(usize::try_from(a1).ok())
+                .and_then(|(a0, a1)| data.get_mut(a0..a1))
+                .ok_or(FileError::Options(
+                    "the local storage is shorter than the layout's share",
+                ))?;
+            return Ok((Plan::new(io, &Layout::Array(slab.layout().clone()))?, dst));
+        }
+    }
+    match io {
+        Layout::Stripe(s) => Plan::window(layout, lo, s).map(|p| (p.reversed(), data)),
+        _ => None,
+    }
+    .ok_or(FileError::Options(
+        "a window of a sieved read is neither a slab nor planned by rows",
+    ))
+}
