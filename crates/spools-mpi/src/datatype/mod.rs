@@ -401,6 +401,22 @@ pub(crate) fn committed_for(
     committed(h, call)
 }
 
+/// [`committed_for`], held for the call ([`TypeRef`]: no reference count moves for a
+/// predefined datatype).
+///
+/// # Errors
+/// As [`committed`].
+pub(crate) fn committed_for_ref(
+    h: MPI_Datatype,
+    n: usize,
+    call: &'static str,
+) -> Result<TypeRef, MpiError> {
+    if h == MPI_DATATYPE_NULL && n == 0 {
+        return dtype_ref(MPI_BYTE);
+    }
+    committed_ref(h, call)
+}
+
 /// A count argument.
 ///
 /// # Errors

@@ -15,8 +15,10 @@ use std::ffi::{c_int, c_void};
 use spools::{Source, Tag};
 
 use crate::abi::*;
-use crate::comm::{comm, CommObj};
-use crate::datatype::{buffer, committed_for, count as ccount, pack, unpack, TypeObj};
+use crate::comm::{comm, comm_ref, CommObj};
+use crate::datatype::{
+    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, TypeObj,
+};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::out::out;
@@ -147,21 +149,31 @@ unsafe fn send(
     buffered: bool,
 ) -> c_int {
     let r = (|| {
-        let s = send_args(buf as usize, count, datatype, d, tag, comm_h, call)?;
-        let Some(to) = s.to else { return Ok(()) };
+        // The communicator and datatype borrowed for the call (no reference count moves
+        // on the path of a small message).
+        let c = comm_ref(comm_h, call)?;
+        let n = ccount(count, call)?;
+        let t = committed_for_ref(datatype, n, call)?;
+        crate::datatype::bytes_of(n, &t, call)?;
+        buffer(buf as usize, n, &t, call, "buf")?;
+        let Some(to) = dest(&c, d, call)? else {
+            send_tag(tag, call)?;
+            return Ok(());
+        };
+        let tag = send_tag(tag, call)?;
         // SAFETY: the caller's contract.
-        let bytes = unsafe { data(buf, s.n, &s.t) };
+        let bytes = unsafe { data(buf, n, &t) };
         if buffered {
             crate::p2p::buffer::reserve(bytes.len())?;
             let len = bytes.len();
-            let r = s.c.comm.isend(bytes.into_owned(), to, s.tag)?;
+            let r = c.comm.isend(bytes.into_owned(), to, tag)?;
             crate::p2p::buffer::track(r, len);
             return Ok(());
         }
         if synchronous(call) {
-            s.c.comm.issend(bytes.into_owned(), to, s.tag)?.wait()?;
+            c.comm.issend(bytes.into_owned(), to, tag)?.wait()?;
         } else {
-            s.c.comm.send(&bytes, to, s.tag)?;
+            c.comm.send(&bytes, to, tag)?;
         }
         Ok(())
     })();
@@ -306,9 +318,9 @@ unsafe fn recv(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        let c = comm(comm_h, call)?;
+        let c = comm_ref(comm_h, call)?;
         let n = ccount(count, call)?;
-        let t = committed_for(datatype, n, call)?;
+        let t = committed_for_ref(datatype, n, call)?;
         buffer(buf as usize, n, &t, call, "buf")?;
         let tag = recv_tag(tag, call)?;
         let Some(from) = source(&c, src, call)? else {

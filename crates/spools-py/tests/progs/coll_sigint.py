@@ -5,7 +5,9 @@ never join: they wait in a barrier of a duplicate communicator that the target n
 joins. Every rank prints its pid first; the test interrupts the target with SIGINT,
 again and again until the job ends: the handler raises KeyboardInterrupt only while the
 target is in the line marked interruptible (a SIGINT landing before is ignored), so the
-outcome does not depend on when the signal lands."""
+outcome does not depend on when the signal lands. Arrays are made before the
+interruptible line: a signal landing inside numpy's array call raised there, where
+Python can only print the exception as ignored (a second traceback, seen for gatherv)."""
 
 import linecache
 import os
@@ -43,9 +45,11 @@ print("pid %d %d %016x" % (world.rank, os.getpid(), world.job), flush=True)
 if world.rank != target:
     other.barrier()
 elif how == "allreduce":
-    world.Allreduce(np.ones(1000))  # interruptible
+    ones = np.ones(1000)
+    world.Allreduce(ones)  # interruptible
 elif how == "wait":
-    world.Iallreduce(np.ones(10), op=lambda a, b: a + b).wait()  # interruptible
+    ones, add = np.ones(10), (lambda a, b: a + b)
+    world.Iallreduce(ones, op=add).wait()  # interruptible
 elif how == "scatter":
     world.Scatter(None, root=(target + 1) % world.size)  # interruptible
 elif how == "drop":
@@ -60,5 +64,6 @@ elif how == "unwind":
     ones, add = np.ones(10), (lambda a, b: a + b)
     world.Iallreduce(ones, op=add).wait(1)  # interruptible
 else:
-    world.Gatherv(np.ones((world.rank, 2)), root=target)  # interruptible
+    ones = np.ones((world.rank, 2))
+    world.Gatherv(ones, root=target)  # interruptible
 print("collective returned", flush=True)
