@@ -167,7 +167,7 @@ fn every_shape(w: &spools::World) -> Result<(), String> {
                 read(&l, "as written")?;
                 read(&rows, "in row blocks")?;
                 if fname == "canonical" || fname == "npy" {
-                    // Left to Spools, a one-file read of runs shorter than 64 bytes on
+                    // Left to Spools, a one-file read of runs shorter than 32 bytes on
                     // average, on one host, is sieved: every rank reads the windows that
                     // hold its runs.
                     let stats = read_as(&l, "left to Spools", Reshuffle::Auto)?;
@@ -175,7 +175,7 @@ fn every_shape(w: &spools::World) -> Result<(), String> {
                     for u in 0..l.units() {
                         runs += e(l.extents(u))?.count() as u64;
                     }
-                    let short = l.total_bytes().unwrap() / runs < 64;
+                    let short = l.total_bytes().unwrap() / runs < 32;
                     if stats.sieved != short || (stats.sieved && stats.reshuffled) {
                         return Err(format!(
                             "{what}: runs short: {short}, but the read went so: {stats:?}"
