@@ -19,6 +19,11 @@ pub trait Element:
     fn add(a: Self, b: Self) -> Self;
     /// `a * b` (wrapping for integers).
     fn mul(a: Self, b: Self) -> Self;
+    /// The smaller of `a` and `b` (for floats, a NaN loses to a number: IEEE minNum, as
+    /// `f64::min`, which vectorises where a comparison and select does not).
+    fn min(a: Self, b: Self) -> Self;
+    /// The larger of `a` and `b` (for floats, a NaN loses to a number, as `f64::max`).
+    fn max(a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_element {
@@ -30,6 +35,10 @@ macro_rules! int_element {
             fn add(a: Self, b: Self) -> Self { a.wrapping_add(b) }
             #[inline]
             fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
+            #[inline]
+            fn min(a: Self, b: Self) -> Self { Ord::min(a, b) }
+            #[inline]
+            fn max(a: Self, b: Self) -> Self { Ord::max(a, b) }
         }
     )*};
 }
@@ -44,6 +53,10 @@ macro_rules! float_element {
             fn add(a: Self, b: Self) -> Self { a + b }
             #[inline]
             fn mul(a: Self, b: Self) -> Self { a * b }
+            #[inline]
+            fn min(a: Self, b: Self) -> Self { a.min(b) }
+            #[inline]
+            fn max(a: Self, b: Self) -> Self { a.max(b) }
         }
     )*};
 }
@@ -92,9 +105,9 @@ pub enum Op<T: Element> {
     Sum,
     /// Product (wrapping for integers).
     Prod,
-    /// Minimum.
+    /// Minimum (for floats, a NaN loses to a number: [`Element::min`]).
     Min,
-    /// Maximum.
+    /// Maximum (for floats, a NaN loses to a number: [`Element::max`]).
     Max,
     /// A user function, applied element by element, with whether it is commutative.
     /// Associativity is assumed; a non-commutative function is applied in rank order.
@@ -233,10 +246,11 @@ impl<T: Element> Op<T> {
         match self {
             Op::Sum => zip_with(acc, other, T::add),
             Op::Prod => zip_with(acc, other, T::mul),
-            // Selects rather than conditional stores: the loops vectorise (a NaN in
-            // `other` keeps `acc`, as before).
-            Op::Min => zip_with(acc, other, |a, b| if b < a { b } else { a }),
-            Op::Max => zip_with(acc, other, |a, b| if b > a { b } else { a }),
+            // `min`/`max` rather than a comparison and a conditional store or a select:
+            // their loops vectorise for floats too (a select of f64 under AVX2 ran at a
+            // third of the speed).
+            Op::Min => zip_with(acc, other, T::min),
+            Op::Max => zip_with(acc, other, T::max),
             Op::User(f, _) => {
                 if acc_is_lower {
                     acc.iter_mut().zip(other).for_each(|(a, b)| *a = f(*a, *b));
