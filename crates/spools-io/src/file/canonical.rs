@@ -609,12 +609,8 @@ pub(super) fn read(
         None
     };
     let res = if let Some(w) = sieve {
-        stats.reshuffled = false;
-        stats.sieved = true;
-        stats.aggregators = comm.size();
-        stats.rounds = w.count();
         sys::open_read(path).and_then(|f| {
-            stats.exchange = sieve::read((&f, path, offset), layout, me, data, &w)?;
+            sieve::read((&f, path, offset), layout, comm, data, &w, &mut stats)?;
             verify.finish()
         })
     } else if reshuffle {

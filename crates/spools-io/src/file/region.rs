@@ -211,13 +211,7 @@ pub fn read_from(
         None
     };
     let res = if let Some(w) = sieve {
-        stats.reshuffled = false;
-        stats.sieved = true;
-        stats.aggregators = comm.size();
-        stats.rounds = w.count();
-        sieve::read((file, path, base), layout, comm.rank(), data, &w).map(|x| {
-            stats.exchange = x;
-        })
+        sieve::read((file, path, base), layout, comm, data, &w, &mut stats)
     } else if reshuffle {
         let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;

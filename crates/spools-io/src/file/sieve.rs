@@ -15,12 +15,12 @@
 use std::fs::File;
 use std::path::Path;
 
-use spools_exchange::{copy_local, ExchangeStats};
+use spools_exchange::copy_local;
 use spools_map::{Layout, Plan};
 use spools_msg::Communicator;
 
 use crate::error::FileError;
-use crate::file::options::Reshuffle;
+use crate::file::options::{FileStats, Reshuffle};
 use crate::file::rounds::{self, Rounds};
 use crate::file::steps::Opening;
 use crate::file::sys;
@@ -70,8 +70,10 @@ pub(super) fn windows(
 
 /// Reads this rank's share `data` of `layout` from `f` (at `path`, the dataset from byte
 /// `off`), window by window of `w` ([`windows`]): each window that holds runs of this
-/// rank is read whole and its runs copied out. Not collective. Returns the copies'
-/// counts (as [`ExchangeStats::local`] and [`ExchangeStats::runs`]).
+/// rank is read whole and its runs copied out. Not collective (`comm` names this rank
+/// and the ranks that read). `stats` says a sieved read, of `comm`'s every rank, in
+/// `w`'s windows, with the copies' counts (as `ExchangeStats::local` and
+/// `ExchangeStats::runs`).
 ///
 /// # Errors
 /// [`FileError`]: a read failed or came short (the file changed under the call), or a
@@ -79,14 +81,19 @@ pub(super) fn windows(
 pub(super) fn read(
     (f, path, off): (&File, &Path, u64),
     layout: &Layout,
-    me: u32,
+    comm: &Communicator,
     data: &mut [u8],
     w: &Rounds,
-) -> Result<ExchangeStats, FileError> {
-    let mut stats = ExchangeStats::default();
-    let me = u64::from(me);
+    stats: &mut FileStats,
+) -> Result<(), FileError> {
+    stats.reshuffled = false;
+    stats.sieved = true;
+    stats.aggregators = comm.size();
+    stats.rounds = w.count();
+    let copied = &mut stats.exchange;
+    let me = u64::from(comm.rank());
     if me >= layout.units() || data.is_empty() {
-        return Ok(stats);
+        return Ok(());
     }
     let mut buf: Vec<u8> = Vec::new();
     for r in 0..w.count() {
@@ -98,9 +105,9 @@ pub(super) fn read(
         }
         buf.resize((hi - lo) as usize, 0);
         sys::read_at(f, path, &mut buf, off + lo)?;
-        copy_local(&plan, 0, &buf, me, dst, &mut stats)?;
+        copy_local(&plan, 0, &buf, me, dst, copied)?;
     }
-    Ok(stats)
+    Ok(())
 }
 
 /// The plan from window `[lo, hi)` of the file, as `io`'s one unit, to this rank's
