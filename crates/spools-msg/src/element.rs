@@ -21,9 +21,11 @@ pub trait Element:
     fn mul(a: Self, b: Self) -> Self;
     /// The smaller of `a` and `b` (for floats, a NaN loses to a number: IEEE minNum, as
     /// `f64::min`, which vectorises where a comparison and select does not).
-    fn min(a: Self, b: Self) -> Self;
+    fn minimum(a: Self, b: Self) -> Self;
     /// The larger of `a` and `b` (for floats, a NaN loses to a number, as `f64::max`).
-    fn max(a: Self, b: Self) -> Self;
+    /// (Not named `max`: that would make `u64::max(a, b)` ambiguous where both `Ord` and
+    /// `Element` are in scope.)
+    fn maximum(a: Self, b: Self) -> Self;
 }
 
 macro_rules! int_element {
@@ -36,9 +38,9 @@ macro_rules! int_element {
             #[inline]
             fn mul(a: Self, b: Self) -> Self { a.wrapping_mul(b) }
             #[inline]
-            fn min(a: Self, b: Self) -> Self { Ord::min(a, b) }
+            fn minimum(a: Self, b: Self) -> Self { Ord::min(a, b) }
             #[inline]
-            fn max(a: Self, b: Self) -> Self { Ord::max(a, b) }
+            fn maximum(a: Self, b: Self) -> Self { Ord::max(a, b) }
         }
     )*};
 }
@@ -54,9 +56,9 @@ macro_rules! float_element {
             #[inline]
             fn mul(a: Self, b: Self) -> Self { a * b }
             #[inline]
-            fn min(a: Self, b: Self) -> Self { a.min(b) }
+            fn minimum(a: Self, b: Self) -> Self { a.min(b) }
             #[inline]
-            fn max(a: Self, b: Self) -> Self { a.max(b) }
+            fn maximum(a: Self, b: Self) -> Self { a.max(b) }
         }
     )*};
 }
@@ -105,9 +107,9 @@ pub enum Op<T: Element> {
     Sum,
     /// Product (wrapping for integers).
     Prod,
-    /// Minimum (for floats, a NaN loses to a number: [`Element::min`]).
+    /// Minimum (for floats, a NaN loses to a number: [`Element::minimum`]).
     Min,
-    /// Maximum (for floats, a NaN loses to a number: [`Element::max`]).
+    /// Maximum (for floats, a NaN loses to a number: [`Element::maximum`]).
     Max,
     /// A user function, applied element by element, with whether it is commutative.
     /// Associativity is assumed; a non-commutative function is applied in rank order.
@@ -249,8 +251,8 @@ impl<T: Element> Op<T> {
             // `min`/`max` rather than a comparison and a conditional store or a select:
             // their loops vectorise for floats too (a select of f64 under AVX2 ran at a
             // third of the speed).
-            Op::Min => zip_with(acc, other, T::min),
-            Op::Max => zip_with(acc, other, T::max),
+            Op::Min => zip_with(acc, other, T::minimum),
+            Op::Max => zip_with(acc, other, T::maximum),
             Op::User(f, _) => {
                 if acc_is_lower {
                     acc.iter_mut().zip(other).for_each(|(a, b)| *a = f(*a, *b));

@@ -598,19 +598,20 @@ pub(super) fn read(
     };
     let verify = Verify::new(opts.checksums, path, offset, bytes);
     let sieve = if reshuffle {
-        sieve::windows(
-            comm,
-            &opening,
-            layout,
-            total,
-            (opts.reshuffle, opts.checksums),
-        )
+        sieve::windows(comm, &opening, layout, total, opts.reshuffle)
     } else {
         None
     };
     let res = if let Some(w) = sieve {
         sys::open_read(path).and_then(|f| {
-            sieve::read((&f, path, offset), layout, comm, data, &w, &mut stats)?;
+            sieve::read(
+                (&f, path, offset),
+                layout,
+                comm,
+                data,
+                &w,
+                (&verify, &mut stats),
+            )?;
             verify.finish()
         })
     } else if reshuffle {

@@ -206,12 +206,19 @@ pub fn read_from(
     };
     let verify = Verify::new(false, path, base, total);
     let sieve = if reshuffle {
-        sieve::windows(comm, &opening, layout, total, (opts.reshuffle, false))
+        sieve::windows(comm, &opening, layout, total, opts.reshuffle)
     } else {
         None
     };
     let res = if let Some(w) = sieve {
-        sieve::read((file, path, base), layout, comm, data, &w, &mut stats)
+        sieve::read(
+            (file, path, base),
+            layout,
+            comm,
+            data,
+            &w,
+            (&verify, &mut stats),
+        )
     } else if reshuffle {
         let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, 1));
         stats.aggregators = plan.aggs;

@@ -1,6 +1,8 @@
-//! Sieved reads of the one-file formats (canonical, `.npy`): where a collective read's
-//! runs are short and every rank runs on one host, every rank reads the windows of the
-//! file that hold its runs, one window at a time, and copies its runs out of each as
+//! Sieved reads of the one-file formats whose dataset is one contiguous stream
+//! (canonical, `.npy`, and MPI-IO's whole-array reads through `read_from`): where a
+//! collective read's runs are short and every rank runs on one host, every rank reads
+//! the windows of the file that hold its runs, one window at a time (checked against the
+//! checksums where the call asks), and copies its runs out of each as
 //! strided progressions (ROMIO's *data sieving*, applied to a collective read). No rank
 //! aggregates, nothing is exchanged and no rank waits for another: the file's bytes are
 //! read from the host's page cache by each rank whose runs lie in them (at most the
@@ -23,6 +25,7 @@ use crate::error::FileError;
 use crate::file::options::{FileStats, Reshuffle};
 use crate::file::rounds::{self, Rounds};
 use crate::file::steps::Opening;
+use crate::file::sums::Verify;
 use crate::file::sys;
 
 /// A read is sieved only where the layout's runs are shorter than this on average
@@ -31,29 +34,31 @@ use crate::file::sys;
 /// time, 16-byte runs a little faster, 32-byte runs no faster.
 const SIEVE_MAX_RUN: u64 = 32;
 
-/// The most bytes of the file a rank reads at once (at most the collective buffer): each
+/// The bytes of the file a rank reads at once (or the collective buffer where smaller;
+/// moved up by at most 1/16 to whole slab periods, [`rounds::slab_chunk`]): each
 /// window is planned anew, which 256 KiB windows paid for (1.5x the time of 1 MiB ones,
 /// 3 and 4 ranks, `i32[134,250,250] *,*,cyclic`); 4 MiB read a little faster than 1 MiB
 /// and no slower than 16 MiB.
 const SIEVE_WINDOW: u64 = 1 << 22;
 
 /// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
-/// the reshuffle left to Spools (`choice` is [`Reshuffle::Auto`]), no checksums to
-/// verify (`checked`), runs shorter than [`SIEVE_MAX_RUN`] on average (the opening's
-/// counts), every rank of `comm` on one host, and `layout` an array whose windows are
-/// slabs or planned by rows. The same answer on every rank (from what every rank
-/// agreed on or knows alike); not collective.
+/// the reshuffle left to Spools (`choice` is [`Reshuffle::Auto`]), runs shorter than
+/// [`SIEVE_MAX_RUN`] on average (the opening's counts), every rank of `comm` on one
+/// host, and `layout` an array whose windows are slabs or planned by rows. The same
+/// answer on every rank (from what every rank agreed on or knows alike: not from a
+/// rank's own options that the opening does not compare, such as checksums); not
+/// collective.
 pub(super) fn windows(
     comm: &Communicator,
     opening: &Opening,
     layout: &Layout,
     total: u64,
-    (choice, checked): (Reshuffle, bool),
+    choice: Reshuffle,
 ) -> Option<Rounds> {
     let short = opening.runs > 0 && opening.bytes / opening.runs < SIEVE_MAX_RUN;
     let hosts = comm.hosts();
     let one_host = hosts.windows(2).all(|w| w[0] == w[1]);
-    if choice != Reshuffle::Auto || checked || !short || !one_host || total == 0 {
+    if choice != Reshuffle::Auto || !short || !one_host || total == 0 {
         return None;
     }
     if !matches!(layout, Layout::Array(_)) {
@@ -70,7 +75,8 @@ pub(super) fn windows(
 
 /// Reads this rank's share `data` of `layout` from `f` (at `path`, the dataset from byte
 /// `off`), window by window of `w` ([`windows`]): each window that holds runs of this
-/// rank is read whole and its runs copied out. Not collective (`comm` names this rank
+/// rank is read whole, checked against the checksums where `verify` asks (every block
+/// this rank reads), and its runs copied out. Not collective (`comm` names this rank
 /// and the ranks that read). `stats` says a sieved read, of `comm`'s every rank, in
 /// `w`'s windows, with the copies' counts (as `ExchangeStats::local` and
 /// `ExchangeStats::runs`).
@@ -84,7 +90,7 @@ pub(super) fn read(
     comm: &Communicator,
     data: &mut [u8],
     w: &Rounds,
-    stats: &mut FileStats,
+    (verify, stats): (&Verify<'_>, &mut FileStats),
 ) -> Result<(), FileError> {
     stats.reshuffled = false;
     stats.sieved = true;
@@ -105,6 +111,7 @@ pub(super) fn read(
         }
         buf.resize((hi - lo) as usize, 0);
         sys::read_at(f, path, &mut buf, off + lo)?;
+        verify.check([(lo, &buf[..])])?;
         copy_local(&plan, 0, &buf, me, dst, copied)?;
     }
     Ok(())
