@@ -119,6 +119,11 @@ int main(int argc, char **argv) {
     char *args_killed[] = {argv[1][0] == 'k' ? "killedchild" : "stoppedchild", NULL};
     MPI_Comm kids;
     int x;
+    /* The job's id (the spawned children join it): the test looks for what the job
+     * leaves in /dev/shm by it, not by whatever else runs on the machine. */
+    const char *job = getenv("SPOOLS_JOB");
+    if (rank == 0) printf("job %s\n", job ? job : "?");
+    fflush(stdout);
     OK(MPI_Comm_spawn(argv[0], args_killed, 2, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &kids,
                       MPI_ERRCODES_IGNORE));
     /* Child 1 died: this fails, and MPI_ERRORS_ARE_FATAL ends the job. */

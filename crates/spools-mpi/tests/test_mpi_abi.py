@@ -103,11 +103,14 @@ def test_spawned_children_meet_their_parents_and_a_failed_spawn_fails_every_pare
 @pytest.mark.parametrize("n", [1, 2])
 def test_a_spawned_child_that_dies_ends_the_job_and_leaves_nothing_in_dev_shm(
         build, spools_run, n):
-    before = {f for f in os.listdir("/dev/shm") if f.startswith("spools-")}
     job = spools_run(n, build("spawn"), "killed", timeout=60)
     assert job.code != 0 and "FAIL" not in job.out, job
     assert "died" in job.err, job
-    left = {f for f in os.listdir("/dev/shm") if f.startswith("spools-")} - before
+    # The job's own files only (its id, which the spawned children share): another job
+    # on the machine (a second test run) has segments in /dev/shm meanwhile.
+    ids = [l.split()[1] for l in job.out.splitlines() if l.startswith("job ")]
+    assert len(ids) == 1 and len(ids[0]) == 16, job
+    left = [f for f in os.listdir("/dev/shm") if f.startswith("spools-%s" % ids[0])]
     assert not left, left
 
 
