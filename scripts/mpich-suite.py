@@ -27,6 +27,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -188,19 +189,57 @@ def cmd_run(a: argparse.Namespace) -> int:
     slow = set()
     if a.known and not a.run_slow:
         slow = {k for k, why in read_known(a.known).items() if why.startswith("slow")}
-    rows = []
     t_all = time.monotonic()
-    for i, e in enumerate(todo, 1):
+    results: list[tuple[str, str, str, str] | None] = [None] * len(todo)
+    pending = []
+    for i, e in enumerate(todo):
         if e.key in slow:
-            rows.append((e.key, "skipped", "0.00", "slow: on the known list"))
-            continue
-        # The entry's own limit (`timeLimit=` in its testlist, as MPICH's runtests
-        # takes it), else the default.
-        limit = float(e.time_limit or a.timeout)
-        status, secs, why = run_one(e, build, argv, env, limit)
-        rows.append((e.key, status, f"{secs:.2f}", why))
-        if a.verbose or status != "pass":
-            print(f"[{i}/{len(todo)}] {status:7} {secs:6.2f}s {e.key} {why}", flush=True)
+            results[i] = (e.key, "skipped", "0.00", "slow: on the known list")
+        else:
+            pending.append(i)
+    # `--jobs` entries at once, never two of one directory: the entries of a directory
+    # share its working directory, and some write files of fixed names there (io/). A
+    # lane takes the first pending entry whose directory no other lane is in.
+    lock = threading.Lock()
+    busy: set[str] = set()
+    freed = threading.Condition(lock)
+
+    def take() -> int | None:
+        with lock:
+            while pending:
+                j = next((j for j in pending if todo[j].dir not in busy), None)
+                if j is not None:
+                    pending.remove(j)
+                    busy.add(todo[j].dir)
+                    return j
+                freed.wait()
+            return None
+
+    def lane() -> None:
+        while (i := take()) is not None:
+            e = todo[i]
+            # The entry's own limit (`timeLimit=` in its testlist, as MPICH's runtests
+            # takes it), else the default.
+            limit = float(e.time_limit or a.timeout)
+            try:
+                status, secs, why = run_one(e, build, argv, env, limit)
+            finally:
+                with lock:
+                    busy.discard(e.dir)
+                    freed.notify_all()
+            results[i] = (e.key, status, f"{secs:.2f}", why)
+            if a.verbose or status != "pass":
+                print(f"[{i + 1}/{len(todo)}] {status:7} {secs:6.2f}s {e.key} {why}", flush=True)
+
+    lanes = [threading.Thread(target=lane) for _ in range(max(1, a.jobs))]
+    for t in lanes:
+        t.start()
+    for t in lanes:
+        t.join()
+    rows = [r for r in results if r is not None]
+    if len(rows) != len(todo):
+        print("mpich-suite: a lane ended early; not every entry ran", file=sys.stderr)
+        return 1
     Path(a.out).write_text("".join("\t".join(r) + "\n" for r in rows))
     n_pass = sum(1 for r in rows if r[1] == "pass")
     print(
@@ -306,6 +345,7 @@ def main() -> int:
     r.add_argument("--out", required=True, help="results, one tab-separated line each")
     r.add_argument("--known", help="the known list: its slow entries are left out")
     r.add_argument("--run-slow", action="store_true", help="run the slow entries too")
+    r.add_argument("--jobs", type=int, default=1, help="entries run at once (never two of one directory)")
     r.add_argument("-v", "--verbose", action="store_true")
     c = sub.add_parser("check", help="compare results with the known list")
     c.add_argument("--results", required=True)

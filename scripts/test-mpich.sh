@@ -93,8 +93,10 @@ tag=""
 if [ -n "${MPICH_ONLY:-}" ]; then only=(--only "$MPICH_ONLY"); tag="-only"; fi
 slow=()
 if [ "${MPICH_DIRS:-}" = all ]; then slow=(--run-slow); fi
+# Two entries at once (never two of one directory; MPICH_JOBS=1 for one at a time): most
+# of an entry's time is launching and waiting, not computing.
 python3 scripts/mpich-suite.py run --build "$build" --src "$src" --dirs "$dirs" \
-  --spools "$spools" --timeout "$per_test_limit" --out "$root/spools$tag.tsv" \
+  --jobs "${MPICH_JOBS:-2}" --spools "$spools" --timeout "$per_test_limit" --out "$root/spools$tag.tsv" \
   --known "$known" "${slow[@]}" "${only[@]}"
 if [ "${MPICH_PEER:-0}" = 1 ]; then
   python3 scripts/mpich-suite.py run --launcher mpich --mpiexec "$mpi_venv/bin/mpiexec" \

@@ -579,7 +579,7 @@ unsafe fn gather(
                 data(
                     recvbuf
                         .cast::<u8>()
-                        .offset(root as isize * m.rn as isize * rt.extent)
+                        .wrapping_offset(root as isize * m.rn as isize * rt.extent)
                         .cast(),
                     m.rn,
                     rt,
@@ -798,7 +798,7 @@ unsafe fn allgather(
                 data(
                     recvbuf
                         .cast::<u8>()
-                        .offset(me * m.rn as isize * rt.extent)
+                        .wrapping_offset(me * m.rn as isize * rt.extent)
                         .cast(),
                     m.rn,
                     rt,

@@ -548,8 +548,11 @@ pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> 
     for i in 0..count {
         let base = i as isize * t.extent;
         for &(off, len) in &t.blocks {
-            // SAFETY: within the caller's `count` elements of `t`.
-            let s = unsafe { std::slice::from_raw_parts(buf.offset(base + off), len) };
+            // SAFETY: within the caller's `count` elements of `t`. `wrapping_offset`, as
+            // below: `buf` may be MPI_BOTTOM (null) with absolute displacements, where
+            // `offset`'s rule (within one allocation) does not hold and an optimised build
+            // took the sum for null.
+            let s = unsafe { std::slice::from_raw_parts(buf.wrapping_offset(base + off), len) };
             v.extend_from_slice(s);
         }
     }
@@ -574,11 +577,12 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
                 return;
             }
             let n = len.min(data.len() - at);
-            // SAFETY: within the caller's elements of `t`; `data[at..at + n]` exists.
+            // SAFETY: within the caller's elements of `t` (from MPI_BOTTOM too, hence
+            // `wrapping_offset`); `data[at..at + n]` exists.
             unsafe {
                 std::ptr::copy_nonoverlapping(
                     data.as_ptr().add(at),
-                    buf.offset(i * t.extent + off),
+                    buf.wrapping_offset(i * t.extent + off),
                     n,
                 );
             }

@@ -126,9 +126,11 @@ pub(crate) unsafe fn pack(
     }
     for i in 0..n as isize {
         layout.each(t, |off, p| {
-            // SAFETY: a primitive of element `i` (the caller's contract).
-            let src =
-                unsafe { std::slice::from_raw_parts(inbuf.offset(i * t.extent + off), p.native()) };
+            // SAFETY: a primitive of element `i` (the caller's contract; from MPI_BOTTOM too,
+            // hence `wrapping_offset`).
+            let src = unsafe {
+                std::slice::from_raw_parts(inbuf.wrapping_offset(i * t.extent + off), p.native())
+            };
             p.to_external(src, &mut out[pos..pos + p.external()])?;
             pos += p.external();
             Ok(())
@@ -163,9 +165,13 @@ pub(crate) unsafe fn unpack(
     }
     for i in 0..n as isize {
         layout.each(t, |off, p| {
-            // SAFETY: a primitive of element `i` (the caller's contract).
+            // SAFETY: a primitive of element `i` (the caller's contract; from MPI_BOTTOM too,
+            // hence `wrapping_offset`).
             let dst = unsafe {
-                std::slice::from_raw_parts_mut(outbuf.offset(i * t.extent + off), p.native())
+                std::slice::from_raw_parts_mut(
+                    outbuf.wrapping_offset(i * t.extent + off),
+                    p.native(),
+                )
             };
             p.to_native(&data[pos..pos + p.external()], dst);
             pos += p.external();
