@@ -919,6 +919,16 @@ static void test_shared(void) {
   for (int k = 0; k < size; k++) seen |= 1 << owners[k];
   CHECK(seen == (1 << size) - 1, "read_shared: the ranks took records of %#x, want each once", seen);
   free(owners);
+
+  /* set_view resets a shared pointer the ranks moved, before any rank moves it again:
+     every rank's write_shared right after it lands in the first size * R ints. */
+  OK(MPI_File_set_view(fh, 0, MPI_INT, MPI_INT, "native", MPI_INFO_NULL));
+  for (int j = 0; j < R; j++) rec[j] = val(200 + rank, j);
+  OK(MPI_File_write_shared(fh, rec, R, MPI_INT, &st));
+  want_count(&st, MPI_INT, R, "write_shared after set_view");
+  settle(fh);
+  want_shared_position(fh, ord, "after set_view and every rank's write_shared");
+  check_records(fh, 0, R, 200, "write_shared records after set_view");
   close_file(&fh, "shared");
 }
 

@@ -50,7 +50,7 @@ use crate::env::error::{code_of, MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
 use crate::runtime::rt;
 
-pub(crate) use outcome::{agree_on, io_class, io_error};
+pub(crate) use outcome::{agree_on, agree_on_min, io_class, io_error};
 pub(crate) use view::View;
 
 /// An open file.
@@ -190,5 +190,19 @@ impl FileObj {
         call: &'static str,
     ) -> Result<T, MpiError> {
         agree_on(&self.comm, r, call)
+    }
+
+    /// [`agree`](Self::agree) with the least `word` of every rank folded in
+    /// ([`agree_on_min`]).
+    ///
+    /// # Errors
+    /// As [`agree_on`].
+    pub(crate) fn agree_min<T>(
+        &self,
+        r: Result<T, MpiError>,
+        word: u32,
+        call: &'static str,
+    ) -> Result<(T, u32), MpiError> {
+        agree_on_min(&self.comm, r, word, call)
     }
 }

@@ -30,16 +30,34 @@ pub(crate) fn agree_on<T>(
     r: Result<T, MpiError>,
     call: &'static str,
 ) -> Result<T, MpiError> {
-    let flag = [match &r {
-        Ok(_) => u32::MAX,
-        Err(_) => comm.rank(),
-    }];
-    let mut first = [0u32];
+    agree_on_min(comm, r, 0, call).map(|(v, _)| v)
+}
+
+/// [`agree_on`], with one more number folded into the same allreduce: the least `word`
+/// of every rank, returned with the outcome (a call that needs a group-wide minimum or
+/// "any rank" besides the outcome takes no second step for it).
+///
+/// # Errors
+/// As [`agree_on`].
+pub(crate) fn agree_on_min<T>(
+    comm: &Communicator,
+    r: Result<T, MpiError>,
+    word: u32,
+    call: &'static str,
+) -> Result<(T, u32), MpiError> {
+    let flag = [
+        match &r {
+            Ok(_) => u32::MAX,
+            Err(_) => comm.rank(),
+        },
+        word,
+    ];
+    let mut first = [0u32; 2];
     let agreed = comm.allreduce(&flag, &mut first, &Op::Min);
     let (r, first) = match (r, agreed) {
         (Err(e), Err(_)) => return Err(e),
         (Ok(_), Err(e)) => return Err(e.into()),
-        (Ok(v), Ok(())) if first[0] == u32::MAX => return Ok(v),
+        (Ok(v), Ok(())) if first[0] == u32::MAX => return Ok((v, first[1])),
         (r, Ok(())) => (r, first[0]),
     };
     // The first failing rank tells the others its class and message.

@@ -80,15 +80,23 @@ pub unsafe extern "C" fn MPI_File_set_view(
             }
             View::new(disp, (etype, et), (filetype, ft), rep.clone(), call)
         })();
-        let v = f.agree(mine, call)?;
+        // Whether the shared pointer is at 0 as this rank sees it, folded into the
+        // agreement: a rank that moved it before this call sees its own move, so the
+        // least over the group is 0 where any rank did. Only then does rank 0 reset it,
+        // behind a barrier that no rank passes before the reset; a file whose shared
+        // pointer nobody moved (the common case) takes one collective step.
+        let at_zero = f.shared.as_ref().map_or(true, |s| s.get() == 0);
+        let (v, all_at_zero) = f.agree_min(mine, u32::from(at_zero), call)?;
         *f.view.lock().unwrap_or_else(PoisonError::into_inner) = std::sync::Arc::new(v);
         *f.pos.lock().unwrap_or_else(PoisonError::into_inner) = 0;
-        if f.comm.rank() == 0 {
-            if let Some(s) = &f.shared {
-                s.set(0);
+        if all_at_zero == 0 {
+            if f.comm.rank() == 0 {
+                if let Some(s) = &f.shared {
+                    s.set(0);
+                }
             }
+            f.comm.barrier()?;
         }
-        f.comm.barrier()?;
         Ok(())
     })();
     on_file(fh, r)
