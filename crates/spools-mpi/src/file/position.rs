@@ -85,7 +85,7 @@ pub unsafe extern "C" fn MPI_File_set_view(
         // least over the group is 0 where any rank did. Only then does rank 0 reset it,
         // behind a barrier that no rank passes before the reset; a file whose shared
         // pointer nobody moved (the common case) takes one collective step.
-        let at_zero = f.shared.as_ref().map_or(true, |s| s.get() == 0);
+        let at_zero = f.shared.as_ref().is_none_or(|s| s.get() == 0);
         let (v, all_at_zero) = f.agree_min(mine, u32::from(at_zero), call)?;
         *f.view.lock().unwrap_or_else(PoisonError::into_inner) = std::sync::Arc::new(v);
         *f.pos.lock().unwrap_or_else(PoisonError::into_inner) = 0;
