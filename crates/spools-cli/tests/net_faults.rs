@@ -218,12 +218,25 @@ fn host_killed_over(net: &Hosts, ofi: Option<&str>) {
     // Every process of h2 dies at once, as with a host that crashes.
     let pids = net.processes("h2");
     assert_eq!(pids.len(), 2, "h2's ranks: {pids:?}");
-    let status = std::process::Command::new("kill")
-        .arg("-KILL")
-        .args(pids.iter().map(i32::to_string))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    // One at a time, so that a process already gone (one fresh-clone run beside another
+    // found a pid of the list gone at the kill) does not keep the other alive; which one
+    // was gone is said, and the job's report below decides.
+    let mut killed = 0;
+    for pid in &pids {
+        let status = std::process::Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status()
+            .unwrap();
+        if status.success() {
+            killed += 1;
+        } else {
+            eprintln!("h2's process {pid} was gone before the kill");
+        }
+    }
+    assert!(
+        killed > 0,
+        "every process of h2 was gone before the kill: {pids:?}"
+    );
     let o = job.wait(Duration::from_secs(120));
     let errors = rank_errors(&o);
     eprintln!(
