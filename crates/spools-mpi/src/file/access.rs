@@ -32,11 +32,12 @@ pub(crate) unsafe fn access(
     coll: bool,
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
+    let f = file(fh, call)?;
     if coll || matches!(place, Place::Ordered) {
-        deferred::flush(&*file(fh, call)?);
+        deferred::flush(&f);
     }
     // SAFETY: the caller's contract.
-    unsafe { access_now(fh, buf, count, dt, place, dir, coll, call) }
+    unsafe { access_now(&f, buf, count, dt, place, dir, coll, call) }
 }
 
 /// Finishes a blocking call: the status written, errors on the file.

@@ -153,7 +153,7 @@ pub(crate) unsafe fn start(
         // Every rank starts the agreement, whatever its access: a rank that cannot make
         // it tells its error's class there.
         // SAFETY: the caller's contract (the access is done before this returns).
-        let local = unsafe { access_now(fh, buf, count, dt, place, dir, false, call) };
+        let local = unsafe { access_now(&f, buf, count, dt, place, dir, false, call) };
         let word = outcome_word(f.comm.rank(), &local);
         let agreement: CollRequest<Vec<u64>> = f.comm.iallreduce(vec![word], ReduceOp::Min)?;
         let access = Arc::new(Access {

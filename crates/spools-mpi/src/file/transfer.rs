@@ -10,8 +10,8 @@ use crate::env::error::MpiError;
 use crate::file::layout::{self, Whole};
 use crate::file::place::{Dir, Place};
 use crate::file::twophase::{self, Part};
-use crate::file::view::FileRun;
-use crate::file::{file, io, FileObj, View};
+use crate::file::view::Runs;
+use crate::file::{io, FileObj, View};
 use crate::p2p::request::status_with;
 
 /// One access: `count` elements of `dt` at `buf`, read or written at `place`; with
@@ -24,7 +24,7 @@ use crate::p2p::request::status_with;
 /// `buf` holds `count` elements of `dt` (writable for a read).
 #[allow(clippy::too_many_arguments)]
 pub(crate) unsafe fn access_now(
-    fh: MPI_File,
+    f: &FileObj,
     buf: *mut u8,
     count: MPI_Count,
     dt: MPI_Datatype,
@@ -33,10 +33,9 @@ pub(crate) unsafe fn access_now(
     coll: bool,
     call: &'static str,
 ) -> Result<MPI_Status, MpiError> {
-    let f = file(fh, call)?;
     let ordered = matches!(place, Place::Ordered);
     let mut prep = prepare(
-        &f,
+        f,
         buf as usize,
         count,
         dt,
@@ -47,7 +46,7 @@ pub(crate) unsafe fn access_now(
     );
     if !coll && !ordered {
         // SAFETY: the caller's contract.
-        return unsafe { perform(&f, buf, &prep?, None, call) };
+        return unsafe { perform(f, buf, &prep?, None, call) };
     }
     // A collective access of at most one run of this rank's own (its runs listed: no
     // whole array) moves it now, before the group decides. Its outcome rides in the
@@ -63,11 +62,11 @@ pub(crate) unsafe fn access_now(
     let early = match &prep {
         Ok(p) if !ordered && early_access(p.runs.len() as u64, p.whole.is_some()) => {
             // SAFETY: the caller's contract.
-            Some(unsafe { perform(&f, buf, p, None, call) })
+            Some(unsafe { perform(f, buf, p, None, call) })
         }
         _ => None,
     };
-    let hints = twophase::hints(&f, dir == Dir::Write);
+    let hints = twophase::hints(f, dir == Dir::Write);
     let summary = |p: &Prep| {
         let mut s = Part::of(&p.runs, p.etypes, hints);
         if let Some(w) = &p.whole {
@@ -82,7 +81,7 @@ pub(crate) unsafe fn access_now(
         Some(Err(e)) => Err(e),
         _ => prep.as_ref().map(summary),
     };
-    let mut parts = twophase::decide(&f, mine, call);
+    let mut parts = twophase::decide(f, mine, call);
     // Whether every rank moved its run early: judged from this first decision, whose
     // parts are what each rank judged its own access by (a second one below lists the
     // runs of ranks that did not, which may then look alike).
@@ -99,11 +98,11 @@ pub(crate) unsafe fn access_now(
         if let Ok(p) = prep.as_mut() {
             p.list_runs();
         }
-        parts = twophase::decide(&f, prep.as_ref().map(summary), call);
+        parts = twophase::decide(f, prep.as_ref().map(summary), call);
     }
     // Each rank on its own runs: the ones that moved their run early are done.
     let own_runs = parts.as_ref().is_ok_and(|ps| {
-        whole_layout(prep.as_ref().ok(), ps).is_none() && !twophase::two_phase(&f, ps)
+        whole_layout(prep.as_ref().ok(), ps).is_none() && !twophase::two_phase(f, ps)
     });
     let r = match (prep, parts, early) {
         (_, _, Some(Err(e))) => Err(e),
@@ -112,12 +111,12 @@ pub(crate) unsafe fn access_now(
         (Ok(_), Ok(_), Some(Ok(st))) if own_runs => Ok(st),
         (Ok(mut p), Ok(parts), _) => {
             let placed = if ordered {
-                p.order(&f, &parts, call)
+                p.order(f, &parts, call)
             } else {
                 Ok(())
             };
             // SAFETY: the caller's contract.
-            placed.and_then(|()| unsafe { perform(&f, buf, &p, Some(&parts), call) })
+            placed.and_then(|()| unsafe { perform(f, buf, &p, Some(&parts), call) })
         }
         (Err(e), _, _) | (_, Err(e), _) => Err(e),
     };
@@ -152,7 +151,7 @@ struct Prep {
     /// Where it starts, in etypes of the view.
     start: u64,
     etypes: u64,
-    runs: Vec<FileRun>,
+    runs: Runs,
     /// The whole array a collective access moves through the exchange engine (its runs
     /// not listed), when it is one ([`Whole::of`]).
     whole: Option<Whole>,
@@ -223,7 +222,7 @@ fn prepare(
         None
     };
     let runs = if matches!(place, Place::Ordered) || whole.is_some() {
-        Vec::new()
+        Runs::new()
     } else {
         view.runs(start * es, bytes as u64)
     };

@@ -9,6 +9,8 @@
 //! take the same path. The planning ([`domains`], [`cut`], [`Groups`], [`Cover`]) is
 //! pure.
 
+use smallvec::SmallVec;
+
 use crate::abi::*;
 use crate::env::error::MpiError;
 use crate::file::outcome::{Told, MAX_MESSAGE};
@@ -132,6 +134,10 @@ impl Part {
 /// an error's class and message).
 const RECORD: usize = 1 + 8 * 9 + 4;
 
+/// Every rank's [`Part`] of one collective access, in rank order ([`decide`]); on the
+/// stack for up to 4 ranks.
+pub(crate) type Parts = SmallVec<[Part; 4]>;
+
 /// The length a record says follows it.
 fn extra_len(rec: &[u8]) -> usize {
     rec.get(RECORD - 4..RECORD)
@@ -151,7 +157,7 @@ pub(crate) fn decide(
     f: &FileObj,
     mine: Result<Part, &MpiError>,
     call: &'static str,
-) -> Result<Vec<Part>, MpiError> {
+) -> Result<Parts, MpiError> {
     let (mut rec, extra) = match &mine {
         Ok(p) => (p.record(), p.boxed_bytes()),
         Err(e) => ([0u8; RECORD], Told::of(e).encode(MAX_MESSAGE)),
@@ -161,18 +167,19 @@ pub(crate) fn decide(
         rec[RECORD - 4..].copy_from_slice(&(extra.len() as u32).to_le_bytes());
     }
     let n = f.comm.size() as usize;
-    let mut all = vec![0u8; RECORD * n];
-    f.comm.allgather(&rec, &mut all)?;
+    // On the stack up to 13 ranks (as the parts are up to 4): no allocation per call.
+    let mut all: SmallVec<[u8; 1024]> = smallvec::smallvec![0u8; RECORD * n];
+    f.comm.allgather(&rec, &mut all[..])?;
     // Every rank sees every record: all take the second step, or none.
     let extras = if all.chunks(RECORD).any(|r| extra_len(r) > 0) {
-        f.comm.allgather_bytes(&extra)?
+        Some(f.comm.allgather_bytes(&extra)?)
     } else {
-        vec![Vec::new(); n]
+        None
     };
     all.chunks(RECORD)
-        .zip(&extras)
         .enumerate()
-        .map(|(r, (rec, extra))| {
+        .map(|(r, rec)| {
+            let extra = extras.as_ref().map_or(&[][..], |e| &e[r][..]);
             Part::from_record(rec, extra).ok_or_else(|| Told::decode(extra).error(r as u32, call))
         })
         .collect()

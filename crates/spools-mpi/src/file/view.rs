@@ -12,6 +12,10 @@ use crate::env::error::MpiError;
 /// A byte run of the file: (offset, length).
 pub(crate) type FileRun = (u64, usize);
 
+/// The runs of one access ([`View::runs`]): on the stack for up to two (a contiguous
+/// view's access is one run), so the common access allocates none.
+pub(crate) type Runs = smallvec::SmallVec<[FileRun; 2]>;
+
 /// One rank's view of a file.
 #[derive(Clone)]
 pub(crate) struct View {
@@ -103,18 +107,18 @@ impl View {
 
     /// The file runs holding `n` bytes of data from data position `d`, merged where
     /// they touch.
-    pub(crate) fn runs(&self, d: u64, n: u64) -> Vec<FileRun> {
+    pub(crate) fn runs(&self, d: u64, n: u64) -> Runs {
         if n == 0 {
-            return Vec::new();
+            return Runs::new();
         }
         if self.contiguous() {
-            return vec![(self.disp + d, n as usize)];
+            return smallvec::smallvec![(self.disp + d, n as usize)];
         }
         let fs = self.filetype.size as u64;
         let ext = self.filetype.extent as u64;
         let (mut k, mut r) = (d / fs, d % fs);
         let mut left = n;
-        let mut out: Vec<FileRun> = Vec::new();
+        let mut out = Runs::new();
         while left > 0 {
             for &(off, len) in &self.filetype.blocks {
                 let len = len as u64;
@@ -268,7 +272,7 @@ mod tests {
     fn a_contiguous_view_is_one_run_from_its_displacement() {
         let mut v = View::bytes().expect("bytes");
         v.disp = 100;
-        assert_eq!(v.runs(5, 10), vec![(105, 10)]);
+        assert_eq!(v.runs(5, 10).as_slice(), [(105, 10)]);
         assert_eq!(v.data_before(50), 0);
         assert_eq!(v.data_before(150), 50);
         assert_eq!(v.file_offset(7), 107);
@@ -304,7 +308,7 @@ mod tests {
         t.extent = 12;
         let v = View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t")
             .expect("data spanning one extent are a view");
-        assert_eq!(v.runs(0, 24), vec![(8, 24)]);
+        assert_eq!(v.runs(0, 24).as_slice(), [(8, 24)]);
         // Spanning more than an extent, the copies would overlap: refused.
         let mut t = build(&[(8, 3, int())], false).expect("build");
         t.extent = 8;

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 use super::args::{
-    blocks_mut, byte_counts, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs,
+    block, blocks_mut, byte_counts, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs,
     EVEN_SPLIT, ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
 use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
@@ -348,8 +348,19 @@ impl Communicator {
     /// # Errors
     /// [`MsgError::BadBuffer`] for a `recv` of the wrong length, a dead rank.
     pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), MsgError> {
-        let counts = vec![send.len(); self.size() as usize];
-        self.allgatherv(send, recv, &counts)
+        // The counts on the stack where the group is small: no allocation per call (a
+        // file's collective access makes one allgather of fixed records).
+        let n = self.size() as usize;
+        let mut small = [0usize; 16];
+        let heap;
+        let counts: &[usize] = if n <= small.len() {
+            small[..n].fill(send.len());
+            &small[..n]
+        } else {
+            heap = vec![send.len(); n];
+            &heap
+        };
+        self.allgatherv(send, recv, counts)
     }
 
     /// Like [`Communicator::allgather`] with `counts[i]` elements from rank i.
@@ -381,8 +392,7 @@ impl Communicator {
             )?;
             let size = std::mem::size_of::<T>();
             if super::sm::allgatherv(&self.core, tag, bytes(send), bytes_mut(recv), counts, size)? {
-                let d = displs(counts);
-                recv[d[me]..d[me] + counts[me]].copy_from_slice(send);
+                recv[block(counts, me)].copy_from_slice(send);
                 return Ok(());
             }
             // The ring copies this rank's block into place during its first step.

@@ -231,17 +231,25 @@ pub(crate) fn allgatherv(
     let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Allgather, largest), false)? else {
         return Ok(false);
     };
-    let counts: Vec<usize> = counts.iter().map(|&n| n * size).collect();
-    let displs: Vec<usize> = counts
-        .iter()
-        .scan(0, |at, &n| {
-            let d = *at;
-            *at += n;
-            Some(d)
-        })
-        .collect();
+    // Where each rank's part starts, on the stack up to 64 ranks: no allocation per
+    // call (a file's collective access makes one allgather of fixed records).
+    let mut small = [0usize; 64];
+    let mut heap = Vec::new();
+    let displs: &mut [usize] = if counts.len() <= small.len() {
+        &mut small[..counts.len()]
+    } else {
+        heap.resize(counts.len(), 0);
+        &mut heap
+    };
+    let mut at = 0;
+    for (d, &n) in displs.iter_mut().zip(counts) {
+        *d = at;
+        at += n * size;
+    }
+    let displs = &*displs;
+    let counts = |r: usize| counts[r] * size;
     let members = &sm.members;
-    let want = |m: usize| counts[members[m] as usize];
+    let want = |m: usize| counts(members[m] as usize);
     run(
         c,
         sm,
@@ -251,7 +259,7 @@ pub(crate) fn allgatherv(
         want,
         |sm, m, seq| {
             let r = members[m] as usize;
-            sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts[r]]);
+            sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts(r)]);
         },
     )?;
     Ok(true)
