@@ -104,6 +104,18 @@ pub(crate) fn byte_counts<T>(counts: &[usize]) -> Cow<'_, [usize]> {
     }
 }
 
+/// `f` of `n` counts that all equal `len` (a rooted or all-to-all call's, where every
+/// rank's part has one length), on the stack up to 16 ranks: no allocation per call.
+pub(crate) fn with_even_counts<R>(n: usize, len: usize, f: impl FnOnce(&[usize]) -> R) -> R {
+    let mut small = [0usize; 16];
+    if n <= small.len() {
+        small[..n].fill(len);
+        f(&small[..n])
+    } else {
+        f(&vec![len; n])
+    }
+}
+
 /// Prefix sums of `counts`: where each rank's block starts.
 pub(crate) fn displs(counts: &[usize]) -> Vec<usize> {
     let mut d = Vec::with_capacity(counts.len());

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use super::args::{
     block, blocks_mut, byte_counts, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs,
-    EVEN_SPLIT, ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
+    with_even_counts, EVEN_SPLIT, ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
 use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
@@ -283,16 +283,17 @@ impl Communicator {
     ) -> Result<(), MsgError> {
         self.collective(|tag| {
             self.core.job_rank(root)?;
-            let counts = vec![recv.len(); self.size() as usize];
-            check_rooted("scatter", &self.core, &counts, recv.len(), send.len(), root)?;
-            // Every rank's part has one length (the call's contract): every rank takes the
-            // same path.
-            let (sb, rb) = (bytes(send), bytes_mut(recv));
-            if super::sm::scatter(&self.core, root as usize, tag, sb, rb)? {
-                return Ok(());
-            }
-            let g = Group::all(&self.core);
-            scatterv_in(&self.core, &g, root as usize, tag, send, &counts, recv)
+            with_even_counts(self.size() as usize, recv.len(), |counts| {
+                check_rooted("scatter", &self.core, counts, recv.len(), send.len(), root)?;
+                // Every rank's part has one length (the call's contract): every rank
+                // takes the same path.
+                let (sb, rb) = (bytes(send), bytes_mut(recv));
+                if super::sm::scatter(&self.core, root as usize, tag, sb, rb)? {
+                    return Ok(());
+                }
+                let g = Group::all(&self.core);
+                scatterv_in(&self.core, &g, root as usize, tag, send, counts, recv)
+            })
         })
     }
 
@@ -348,19 +349,9 @@ impl Communicator {
     /// # Errors
     /// [`MsgError::BadBuffer`] for a `recv` of the wrong length, a dead rank.
     pub fn allgather<T: Element>(&self, send: &[T], recv: &mut [T]) -> Result<(), MsgError> {
-        // The counts on the stack where the group is small: no allocation per call (a
-        // file's collective access makes one allgather of fixed records).
-        let n = self.size() as usize;
-        let mut small = [0usize; 16];
-        let heap;
-        let counts: &[usize] = if n <= small.len() {
-            small[..n].fill(send.len());
-            &small[..n]
-        } else {
-            heap = vec![send.len(); n];
-            &heap
-        };
-        self.allgatherv(send, recv, counts)
+        with_even_counts(self.size() as usize, send.len(), |counts| {
+            self.allgatherv(send, recv, counts)
+        })
     }
 
     /// Like [`Communicator::allgather`] with `counts[i]` elements from rank i.
@@ -426,11 +417,12 @@ impl Communicator {
         let n = self.size() as usize;
         check("alltoall", EVEN_SPLIT, send.len() % n, 0)?;
         check("alltoall", RECV_AS_SEND, recv.len(), send.len())?;
-        let counts = vec![send.len() / n; n];
         // Every rank's blocks have one length (the call's contract): then every rank
         // takes the same path. (A rank's own `alltoallv` counts, even all equal, say
         // nothing of the other ranks' blocks to each other.)
-        self.alltoallv_on(send, &counts, recv, &counts, true)
+        with_even_counts(n, send.len() / n, |counts| {
+            self.alltoallv_on(send, counts, recv, counts, true)
+        })
     }
 
     /// Like [`Communicator::alltoall`] with `send_counts[j]` elements for rank j and

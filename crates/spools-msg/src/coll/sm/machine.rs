@@ -48,8 +48,11 @@ pub(crate) struct SmState<T: Element> {
     pub(crate) stage: Stage,
     /// The next member the root collects.
     next: usize,
-    /// The root's running result when it is not member 0 (reductions in rank order).
+    /// The root's running result when it is not member 0 (reductions in rank order):
+    /// in `acc_small` up to [`SMALL`] elements (no allocation per call), else in `acc`
+    /// ([`scratch`]).
     acc: Vec<T>,
+    acc_small: [T; SMALL],
     tmp: Vec<T>,
     /// The root found a member whose length differs: (member, its bytes).
     disagree: Option<(usize, usize)>,
@@ -140,6 +143,7 @@ impl<T: Element> SmState<T> {
             next: if leads { sm.me + 1 } else { 0 },
             least: seq,
             acc: Vec::new(),
+            acc_small: [T::default(); SMALL],
             tmp: Vec::new(),
             disagree: None,
             flat,
@@ -526,7 +530,9 @@ impl<'a, T: Element> SmColl<'a, T> {
         }
         let first = self.st.source(0, n);
         if self.st.kind.contributes() && first != Some(sm.me) && self.st.disagree.is_none() {
-            self.buf.copy_from_slice(&self.st.acc);
+            let len = self.buf.len();
+            self.buf
+                .copy_from_slice(scratch(&mut self.st.acc_small, &mut self.st.acc, len));
         }
         sm.saw_all_posted(self.st.least);
         Ok(true)
@@ -608,10 +614,11 @@ impl<'a, T: Element> SmColl<'a, T> {
             sm.read_post(m, seq, deep, bytes_mut(part));
             part
         };
+        let acc = scratch(&mut self.st.acc_small, &mut self.st.acc, contribution.len());
         if m == first {
-            self.st.acc = contribution.to_vec();
+            acc.copy_from_slice(contribution);
         } else {
-            op.combine(&mut self.st.acc, contribution, true);
+            op.combine(acc, contribution, true);
         }
     }
 
