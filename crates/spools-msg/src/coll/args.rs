@@ -104,16 +104,24 @@ pub(crate) fn byte_counts<T>(counts: &[usize]) -> Cow<'_, [usize]> {
     }
 }
 
-/// `f` of `n` counts that all equal `len` (a rooted or all-to-all call's, where every
-/// rank's part has one length), on the stack up to 16 ranks: no allocation per call.
-pub(crate) fn with_even_counts<R>(n: usize, len: usize, f: impl FnOnce(&[usize]) -> R) -> R {
-    let mut small = [0usize; 16];
+/// `f` of `n` numbers, one per rank (zeroed), on the stack up to 64 ranks: no
+/// allocation per call.
+pub(crate) fn with_per_rank<R>(n: usize, f: impl FnOnce(&mut [usize]) -> R) -> R {
+    let mut small = [0usize; 64];
     if n <= small.len() {
-        small[..n].fill(len);
-        f(&small[..n])
+        f(&mut small[..n])
     } else {
-        f(&vec![len; n])
+        f(&mut vec![0; n])
     }
+}
+
+/// `f` of `n` counts that all equal `len` (a rooted or all-to-all call's, where every
+/// rank's part has one length), without allocating ([`with_per_rank`]).
+pub(crate) fn with_even_counts<R>(n: usize, len: usize, f: impl FnOnce(&[usize]) -> R) -> R {
+    with_per_rank(n, |counts| {
+        counts.fill(len);
+        f(counts)
+    })
 }
 
 /// Prefix sums of `counts`: where each rank's block starts.

@@ -11,6 +11,7 @@ use std::sync::atomic::Ordering;
 use super::coll::place;
 use super::kind::Kind;
 use super::{clamp_len, coll_no, halves, post_record, seq_ge, Readers, SmComm, Watch};
+use crate::coll::args::with_per_rank;
 use crate::comm_core::CommCore;
 use crate::error::MsgError;
 
@@ -231,37 +232,30 @@ pub(crate) fn allgatherv(
     let Some((sm, _)) = place(c, &c.hosts, tag, (Kind::Allgather, largest), false)? else {
         return Ok(false);
     };
-    // Where each rank's part starts, on the stack up to 64 ranks: no allocation per
-    // call (a file's collective access makes one allgather of fixed records).
-    let mut small = [0usize; 64];
-    let mut heap = Vec::new();
-    let displs: &mut [usize] = if counts.len() <= small.len() {
-        &mut small[..counts.len()]
-    } else {
-        heap.resize(counts.len(), 0);
-        &mut heap
-    };
-    let mut at = 0;
-    for (d, &n) in displs.iter_mut().zip(counts) {
-        *d = at;
-        at += n * size;
-    }
-    let displs = &*displs;
+    let ranks = counts.len();
     let counts = |r: usize| counts[r] * size;
     let members = &sm.members;
-    let want = |m: usize| counts(members[m] as usize);
-    run(
-        c,
-        sm,
-        tag,
-        (Kind::Allgather, None),
-        mine,
-        want,
-        |sm, m, seq| {
-            let r = members[m] as usize;
-            sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts(r)]);
-        },
-    )?;
+    // Where each rank's part starts, without allocating (a file's collective access makes
+    // one allgather of fixed records).
+    with_per_rank(ranks, |displs| {
+        let mut at = 0;
+        for (r, d) in displs.iter_mut().enumerate() {
+            *d = at;
+            at += counts(r);
+        }
+        run(
+            c,
+            sm,
+            tag,
+            (Kind::Allgather, None),
+            mine,
+            |m: usize| counts(members[m] as usize),
+            |sm, m, seq| {
+                let r = members[m] as usize;
+                sm.read_data(m, seq, &mut out[displs[r]..displs[r] + counts(r)]);
+            },
+        )
+    })?;
     Ok(true)
 }
 
