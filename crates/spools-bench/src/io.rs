@@ -33,6 +33,8 @@ struct Timing {
     /// Whether the last repetition was a sieved read (every rank read the windows of the
     /// file that hold its runs).
     sieved: bool,
+    /// Whether that sieved read shared its windows (each read once on the host).
+    sieve_shared: bool,
     /// Aggregators of the last repetition.
     aggregators: u32,
     /// Blocks rebuilt from parity in the last repetition.
@@ -167,6 +169,7 @@ fn timed(
         runs_s: secs,
         reshuffled: last.reshuffled,
         sieved: last.sieved,
+        sieve_shared: last.sieve_shared,
         aggregators: last.aggregators,
         rebuilt_blocks: last.rebuilt,
         version: last.version,
@@ -336,6 +339,8 @@ fn print_table(r: &IoReport<'_>) {
                 t.mb_per_s,
                 if t.reshuffled {
                     "  (two-phase)"
+                } else if t.sieve_shared {
+                    "  (sieved, shared windows)"
                 } else if t.sieved {
                     "  (sieved)"
                 } else {

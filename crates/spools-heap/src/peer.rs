@@ -44,6 +44,18 @@ impl PeerHeaps {
         self.job
     }
 
+    /// Creates a segment of `len` zero-filled bytes in this job's heap, owned by the
+    /// job's rank `rank` (this process's rank in the job: names are unique per rank),
+    /// stamped with the job's tag, so that the other ranks of the host can map it
+    /// ([`PeerHeaps::bytes`] with its [`HeapSegment::name`] at offset 0). Dropping it
+    /// frees it.
+    ///
+    /// # Errors
+    /// As [`HeapSegment::create`].
+    pub fn create(&self, rank: u32, len: usize) -> Result<HeapSegment, HeapError> {
+        HeapSegment::create(self.job, rank, len, &self.secret)
+    }
+
     /// Maps (once, then cached) the segment `r` names and returns its bytes
     /// `[r.offset, r.offset + len)`, bounds-checked. The result keeps the mapping alive.
     ///

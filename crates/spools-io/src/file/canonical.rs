@@ -603,17 +603,18 @@ pub(super) fn read(
         None
     };
     let res = if let Some(w) = sieve {
-        sys::open_read(path).and_then(|f| {
-            sieve::read(
-                (&f, path, offset),
-                layout,
-                comm,
-                data,
-                &w,
-                (&verify, &mut stats),
-            )?;
-            verify.finish()
-        })
+        // Every rank takes part, whether it could open the file or not: the windows
+        // may be shared.
+        let f = sys::open_read(path);
+        let got = sieve::read(
+            (f.as_ref().ok(), path, offset),
+            layout,
+            comm,
+            data,
+            &w,
+            (&verify, &mut stats),
+        );
+        f.and(got).and_then(|()| verify.finish())
     } else if reshuffle {
         let grain = if opts.checksums { sums::SUMS_BLOCK } else { 1 };
         let plan = io_rounds(comm, &opening, layout, total, (DOMAIN_ALIGN, grain));

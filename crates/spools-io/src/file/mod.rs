@@ -87,6 +87,7 @@ use parallel_format::{Found, ParallelFormat};
 pub use range_reader::{RangeReader, Stored};
 pub use region::{read_from, write_into};
 pub use rows::Raid;
+pub use sieve::release_shared_windows;
 use striped::StripedFiles;
 use zarr::ZarrArrays;
 pub use zarr::{Compressor, ZarrMeta};

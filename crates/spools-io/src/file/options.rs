@@ -300,4 +300,8 @@ pub struct FileStats {
     /// runs and copied them out, with no exchange (one-file formats, short runs, every
     /// rank on one host).
     pub sieved: bool,
+    /// Whether a sieved read shared the windows: each was read once on the host into
+    /// shared memory, and every rank copied its runs out of it (groups of two ranks or
+    /// more, datasets of 4 MiB or more).
+    pub sieve_shared: bool,
 }

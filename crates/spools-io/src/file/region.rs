@@ -212,7 +212,7 @@ pub fn read_from(
     };
     let res = if let Some(w) = sieve {
         sieve::read(
-            (file, path, base),
+            (Some(file), path, base),
             layout,
             comm,
             data,

@@ -1,13 +1,14 @@
 //! Sieved reads of the one-file formats whose dataset is one contiguous stream
 //! (canonical, `.npy`, and MPI-IO's whole-array reads through `read_from`): where a
-//! collective read's runs are short and every rank runs on one host, every rank reads
-//! the windows of the file that hold its runs, one window at a time (checked against the
-//! checksums where the call asks), and copies its runs out of each as
-//! strided progressions (ROMIO's *data sieving*, applied to a collective read). No rank
-//! aggregates, nothing is exchanged and no rank waits for another: the file's bytes are
-//! read from the host's page cache by each rank whose runs lie in them (at most the
-//! ranks' count times the file), where the exchange would move every short run through
-//! an aggregator and the shared memory twice.
+//! collective read's runs are short and every rank runs on one host, every rank copies
+//! its runs out of the windows of the file that hold them, one window at a time (checked
+//! against the checksums where the call asks), as strided progressions (ROMIO's *data
+//! sieving*, applied to a collective read). No rank aggregates and nothing is exchanged,
+//! where the exchange would move every short run through an aggregator and the shared
+//! memory twice. From [`SHARED_MIN`] bytes and two ranks the windows are shared
+//! ([`Shared`]): each is read from the host's page cache once, by the ranks in turn, into
+//! shared memory; below, or where the shared memory cannot be had, each rank reads the
+//! windows that hold its runs itself (at most the ranks' count times the file).
 //!
 //! A window is planned as one round of the collective buffer is ([`rounds`]): a slab of
 //! the array where windows start at whole periods of its slowest dimension, else by rows
@@ -16,10 +17,12 @@
 
 use std::fs::File;
 use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError, TryLockError};
 
-use spools_exchange::copy_local;
+use spools_exchange::{copy_local, ExchangeStats};
+use spools_heap::{HeapRef, HeapSegment, PeerBytes};
 use spools_map::{Layout, Plan};
-use spools_msg::Communicator;
+use spools_msg::{Communicator, Op};
 
 use crate::error::FileError;
 use crate::file::options::{FileStats, Reshuffle};
@@ -40,6 +43,14 @@ const SIEVE_MAX_RUN: u64 = 32;
 /// 3 and 4 ranks, `i32[134,250,250] *,*,cyclic`); 4 MiB read a little faster than 1 MiB
 /// and no slower than 16 MiB.
 const SIEVE_WINDOW: u64 = 1 << 22;
+
+/// A sieved read of at least this many bytes shares its windows between the ranks
+/// ([`Shared`]): each window is read from the page cache once on the host, into a
+/// segment of the job's heap, and every rank copies its runs out of it, where each rank
+/// read every window itself (the ranks' count times the file: with 4 ranks on 2 cores
+/// the kernel's copies were most of a read). Below it the segments' set-up (creating,
+/// sizing and mapping them) costs more than the copies it saves.
+const SHARED_MIN: u64 = 4 << 20;
 
 /// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
 /// the reshuffle left to Spools (`choice` is [`Reshuffle::Auto`]), runs shorter than
@@ -74,18 +85,27 @@ pub(super) fn windows(
 }
 
 /// Reads this rank's share `data` of `layout` from `f` (at `path`, the dataset from byte
-/// `off`), window by window of `w` ([`windows`]): each window that holds runs of this
-/// rank is read whole, checked against the checksums where `verify` asks (every block
-/// this rank reads), and its runs copied out. Not collective (`comm` names this rank
-/// and the ranks that read). `stats` says a sieved read, of `comm`'s every rank, in
-/// `w`'s windows, with the copies' counts (as `ExchangeStats::local` and
-/// `ExchangeStats::runs`).
+/// `off`; `None` where this rank could not open the file: the caller holds that error),
+/// window by window of `w` ([`windows`]), each window that holds runs of this rank
+/// checked against the checksums where `verify` asks (every block this rank copies
+/// from) and its runs copied out. Where the group has two ranks or more and the dataset
+/// is at least [`SHARED_MIN`] bytes, the ranks share the windows ([`read_shared`]: each
+/// window read once on the host); otherwise, or where the shared memory cannot be had,
+/// every rank reads every window that holds its runs ([`read_private`]). `stats` says a
+/// sieved read, of `comm`'s every rank, in `w`'s windows, with the copies' counts (as
+/// `ExchangeStats::local` and `ExchangeStats::runs`).
+///
+/// Collective over `comm` where the windows are shared (the same choice on every rank,
+/// from the agreed windows and group), so every rank calls it, whatever its own state.
+/// A rank whose own read or check failed returns its error; the others go on where the
+/// bytes they need were read, and the caller's agreement on the outcome fails the call
+/// on every rank.
 ///
 /// # Errors
-/// [`FileError`]: a read failed or came short (the file changed under the call), or a
-/// window could not be planned.
+/// [`FileError`]: a read failed or came short (the file changed under the call), a
+/// window could not be planned, a block failed its check, or a collective step failed.
 pub(super) fn read(
-    (f, path, off): (&File, &Path, u64),
+    (f, path, off): (Option<&File>, &Path, u64),
     layout: &Layout,
     comm: &Communicator,
     data: &mut [u8],
@@ -97,7 +117,38 @@ pub(super) fn read(
     stats.aggregators = comm.size();
     stats.rounds = w.count();
     let copied = &mut stats.exchange;
+    if comm.size() >= 2 && w.total >= SHARED_MIN {
+        let Some(shared) = Shared::set_up(comm, w, f.is_some())? else {
+            return read_private((f, path, off), layout, comm, data, w, (verify, copied));
+        };
+        if let Some(got) = shared.read(
+            (f, path, off),
+            layout,
+            comm,
+            data,
+            w,
+            (verify, &mut *copied),
+        )? {
+            stats.sieve_shared = true;
+            return got;
+        }
+    }
+    read_private((f, path, off), layout, comm, data, w, (verify, copied))
+}
+
+/// [`read`] where every rank reads every window that holds its runs. Not collective.
+fn read_private(
+    (f, path, off): (Option<&File>, &Path, u64),
+    layout: &Layout,
+    comm: &Communicator,
+    data: &mut [u8],
+    w: &Rounds,
+    (verify, copied): (&Verify<'_>, &mut ExchangeStats),
+) -> Result<(), FileError> {
     let me = u64::from(comm.rank());
+    let Some(f) = f else {
+        return Ok(());
+    };
     if me >= layout.units() || data.is_empty() {
         return Ok(());
     }
@@ -114,6 +165,257 @@ pub(super) fn read(
         verify.check([(lo, &buf[..])])?;
         copy_local(&plan, 0, &buf, me, dst, copied)?;
     }
+    Ok(())
+}
+
+/// This process's segment of shared windows ([`Shared`]), kept from its first shared
+/// sieved read until it leaves the job ([`release_shared_windows`]), so that the other
+/// ranks of the host map it once (their heaps keep it mapped) and no read pays for
+/// creating, sizing and mapping segments (which made a 32 MiB read at 4 ranks slower
+/// than reading every window privately). With the job it belongs to.
+static WINDOWS: Mutex<Option<(u64, HeapSegment)>> = Mutex::new(None);
+
+/// Frees this process's segment of shared windows (its name leaves `/dev/shm`): when the
+/// process leaves the job. Every shared read has ended on every rank by then (each ends
+/// in a barrier); a peer that still maps the segment keeps a valid mapping.
+///
+/// ```
+/// spools_io::file::release_shared_windows();
+/// ```
+pub fn release_shared_windows() {
+    WINDOWS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+}
+
+/// The windows of a sieved read shared by the ranks of one host: each rank's segment of
+/// the job's heap ([`WINDOWS`]) holds two windows, and every rank maps every other's.
+///
+/// In round `k` rank `r` reads window `k * P + r` into its slot `k % 2`; one allreduce
+/// then tells every rank that every window of the round is in (or which rank's read
+/// failed: then every rank stops there), and each rank copies its runs out of the
+/// round's windows, from the owners' slots. A rank writes a slot again two rounds later,
+/// after the next round's allreduce, which no rank joins before it has copied out of
+/// this round's windows: no window is overwritten while a rank reads it. A barrier ends
+/// the read, so that no rank still reads a segment when its owner's next read (perhaps
+/// in another group) writes it.
+struct Shared {
+    /// This rank's segment (two slots of a window each, one where there is one round),
+    /// held for the read: a second thread's read meanwhile reads privately.
+    own: MutexGuard<'static, Option<(u64, HeapSegment)>>,
+    /// The other ranks' segments, mapped (by rank; `None` for this one).
+    peers: Vec<Option<PeerBytes>>,
+    /// Bytes of a slot (the largest window).
+    slot: usize,
+}
+
+impl Shared {
+    /// Takes this rank's segment (made or enlarged where needed) and learns every
+    /// rank's (one allgather), then maps the other ranks' segments. `None`, on every
+    /// rank alike, where a rank could not have its segment (no shared memory, another
+    /// thread of its process reading) or open the file: the windows are then read
+    /// privately. A segment another rank could not map is found in [`Shared::read`]'s
+    /// first round. Collective.
+    ///
+    /// # Errors
+    /// The allgather failed (a rank died).
+    fn set_up(comm: &Communicator, w: &Rounds, opened: bool) -> Result<Option<Shared>, FileError> {
+        let p = u64::from(comm.size());
+        let slot = w.chunk.min(w.total);
+        let slots = w.count().div_ceil(p).min(2);
+        let len = usize::try_from(slot * slots).ok().filter(|_| opened);
+        let own = len.and_then(|len| own_segment(comm, len));
+        const REC: usize = 1 + HeapRef::WIRE_BYTES;
+        let mut mine = [0u8; REC];
+        if let Some(Some((_, seg))) = own.as_deref() {
+            mine[0] = 1;
+            let at = HeapRef {
+                name: seg.name(),
+                offset: 0,
+            };
+            mine[1..].copy_from_slice(&at.to_bytes());
+        }
+        let mut all = vec![0u8; REC * comm.size() as usize];
+        comm.allgather(&mine, &mut all)?;
+        let (Some(own), Some(len), true) = (own, len, all.chunks(REC).all(|r| r[0] == 1)) else {
+            return Ok(None);
+        };
+        let peers = all
+            .chunks(REC)
+            .enumerate()
+            .map(|(r, rec)| {
+                if r == comm.rank() as usize {
+                    return None;
+                }
+                let at = HeapRef::from_bytes(&rec[1..]).ok()?;
+                comm.heaps().bytes(&at, len).ok()
+            })
+            .collect();
+        Ok(Some(Shared {
+            own,
+            peers,
+            slot: slot as usize,
+        }))
+    }
+
+    /// The first byte of this rank's segment.
+    fn own_data(&self) -> *mut u8 {
+        match self.own.as_ref() {
+            Some((_, seg)) => seg.data(),
+            None => std::ptr::null_mut(),
+        }
+    }
+
+    /// The shared rounds of [`read`]: `Ok(None)`, on every rank alike, where a rank
+    /// could not map another's segment (the caller then reads privately), else this
+    /// rank's own outcome. Collective.
+    ///
+    /// # Errors
+    /// An allreduce failed (a rank died).
+    fn read(
+        &self,
+        (f, path, off): (Option<&File>, &Path, u64),
+        layout: &Layout,
+        comm: &Communicator,
+        data: &mut [u8],
+        w: &Rounds,
+        (verify, copied): (&Verify<'_>, &mut ExchangeStats),
+    ) -> Result<Option<Result<(), FileError>>, FileError> {
+        let p = u64::from(comm.size());
+        let me = comm.rank();
+        let mapped = self
+            .peers
+            .iter()
+            .enumerate()
+            .all(|(r, b)| r == me as usize || b.is_some());
+        let copies = u64::from(me) < layout.units() && !data.is_empty();
+        let mut local: Result<(), FileError> = Ok(());
+        for k in 0..w.count().div_ceil(p) {
+            let at = (k % 2) as usize * self.slot;
+            let own_window = k * p + u64::from(me);
+            let mut failed = false;
+            if let (Some(f), true, true) = (f, own_window < w.count(), mapped) {
+                let (lo, hi) = w.window(own_window);
+                // SAFETY: the slot `[at, at + slot)` lies in this rank's segment (two
+                // slots where there are two rounds or more, one otherwise, and `k % 2`
+                // is 0 with one round); the other ranks read it only between this
+                // round's allreduce and the next one, which this rank has passed (the
+                // previous use of this slot, two rounds ago) and not reached yet.
+                let buf = unsafe {
+                    std::slice::from_raw_parts_mut(self.own_data().add(at), (hi - lo) as usize)
+                };
+                if let Err(e) = sys::read_at(f, path, buf, off + lo) {
+                    failed = true;
+                    local = local.and(Err(e));
+                }
+            }
+            let flags = [if failed { me } else { u32::MAX }, u32::from(mapped)];
+            let mut agreed = [0u32; 2];
+            comm.allreduce(&flags, &mut agreed, &Op::Min)?;
+            if agreed[1] == 0 {
+                return Ok(None);
+            }
+            if agreed[0] != u32::MAX {
+                // A window of this round is missing: every rank stops here, and the
+                // agreement that follows names the rank that failed.
+                break;
+            }
+            if !copies || local.is_err() {
+                continue;
+            }
+            for j in 0..p {
+                let r = k * p + j;
+                if r >= w.count() {
+                    break;
+                }
+                let got = self
+                    .window(j as usize, at, w.window(r), me)
+                    .and_then(|src| {
+                        copy_window(layout, w, r, src, me, (verify, &mut *copied), data)
+                    });
+                if let Err(e) = got {
+                    local = Err(e);
+                    break;
+                }
+            }
+        }
+        comm.barrier()?;
+        Ok(Some(local))
+    }
+
+    /// The bytes of window `[lo, hi)`, in rank `j`'s slot at `at`.
+    fn window(
+        &self,
+        j: usize,
+        at: usize,
+        (lo, hi): (u64, u64),
+        me: u32,
+    ) -> Result<&[u8], FileError> {
+        let len = (hi - lo) as usize;
+        if j == me as usize {
+            // SAFETY: this rank's own slot, which it wrote before this round's allreduce
+            // and does not write again before the round after next.
+            return Ok(unsafe { std::slice::from_raw_parts(self.own_data().add(at), len) });
+        }
+        let b = self.peers[j].as_ref().ok_or(FileError::Options(
+            "a shared window's segment is not mapped",
+        ))?;
+        if at + len > b.len() {
+            return Err(FileError::Options(
+                "a shared window lies outside its segment",
+            ));
+        }
+        // SAFETY: `[at, at + len)` lies in the mapping (checked above), which `b` keeps
+        // alive; its owner wrote it before this round's allreduce and writes it again
+        // only after the next one, which this rank joins once it is done with the
+        // slice, so nothing writes these bytes while the slice lives.
+        Ok(unsafe { std::slice::from_raw_parts(b.as_ptr().add(at), len) })
+    }
+}
+
+/// This process's segment of shared windows, at least `len` bytes long and of `comm`'s
+/// job (made, or made anew where the one kept is shorter or another job's), held for a
+/// read; `None` where another thread holds it, or where the segment cannot be made.
+fn own_segment(
+    comm: &Communicator,
+    len: usize,
+) -> Option<MutexGuard<'static, Option<(u64, HeapSegment)>>> {
+    let mut g = match WINDOWS.try_lock() {
+        Ok(g) => g,
+        Err(TryLockError::Poisoned(e)) => e.into_inner(),
+        Err(TryLockError::WouldBlock) => return None,
+    };
+    let job = comm.heaps().job();
+    if !matches!(g.as_ref(), Some((j, seg)) if *j == job && seg.len() >= len) {
+        // The old segment goes first (two at once would hold both in `/dev/shm`).
+        g.take();
+        let me = comm.job_rank(comm.rank()).ok()?;
+        *g = Some((job, comm.heaps().create(me, len).ok()?));
+    }
+    Some(g)
+}
+
+/// Copies this rank's runs out of window `r` of `w` (its bytes `src`), checking them
+/// first where `verify` asks; nothing where the window holds no run of this rank.
+fn copy_window(
+    layout: &Layout,
+    w: &Rounds,
+    r: u64,
+    src: &[u8],
+    me: u32,
+    (verify, copied): (&Verify<'_>, &mut ExchangeStats),
+    data: &mut [u8],
+) -> Result<(), FileError> {
+    let me = u64::from(me);
+    let (lo, hi) = w.window(r);
+    let io = w.io_layout(r)?;
+    let (plan, dst) = window_plan(layout, &io, (lo, hi), w.count() == 1, me, data)?;
+    if plan.runs(0, me)?.next().is_none() {
+        return Ok(());
+    }
+    verify.check([(lo, src)])?;
+    copy_local(&plan, 0, src, me, dst, copied)?;
     Ok(())
 }
 

@@ -374,6 +374,7 @@ pub(super) fn write(
             version,
             rounds: plan.count(),
             sieved: false,
+            sieve_shared: false,
         })
     })();
     if res.is_err() {
@@ -476,6 +477,7 @@ pub(super) fn read(
         version: m.version,
         rounds: plan.count(),
         sieved: false,
+        sieve_shared: false,
     })
 }
 
