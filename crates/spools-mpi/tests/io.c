@@ -678,6 +678,12 @@ static void test_darray(void) {
   const int gs[2] = {12, 10}, dist[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_BLOCK}, darg[2] = {2, MPI_DISTRIBUTE_DFLT_DARG};
   darray_io("darray", gs, dist, darg, 1, "darray write_all");
   darray_io("darray", gs, dist, darg, 0, "darray read_all");
+  /* 4 MiB and more of single ints dealt cyclically: the read is sieved, its windows
+   * read once on the host and shared by the ranks. */
+  const int big[2] = {1040, 1024}, bdist[2] = {MPI_DISTRIBUTE_NONE, MPI_DISTRIBUTE_CYCLIC};
+  const int bdarg[2] = {MPI_DISTRIBUTE_DFLT_DARG, 1};
+  darray_io("darray-big", big, bdist, bdarg, 1, "cyclic darray of 4 MiB write_all");
+  darray_io("darray-big", big, bdist, bdarg, 0, "cyclic darray of 4 MiB read_all (sieved, shared)");
 }
 
 /* Whole darrays at a displacement: a 3-D Fortran-order array of doubles (block(b) x

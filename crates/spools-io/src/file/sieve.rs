@@ -299,9 +299,11 @@ impl Shared {
                 let (lo, hi) = w.window(own_window);
                 // SAFETY: the slot `[at, at + slot)` lies in this rank's segment (two
                 // slots where there are two rounds or more, one otherwise, and `k % 2`
-                // is 0 with one round); the other ranks read it only between this
-                // round's allreduce and the next one, which this rank has passed (the
-                // previous use of this slot, two rounds ago) and not reached yet.
+                // is 0 with one round; every window is at most a slot). No rank reads
+                // it now: its last contents (round k - 2, or the last read's) were read
+                // before the readers joined round k - 1's allreduce (or the last read's
+                // barrier), which this rank has passed, and its new ones are read only
+                // after this round's allreduce.
                 let buf = unsafe {
                     std::slice::from_raw_parts_mut(self.own_data().add(at), (hi - lo) as usize)
                 };
