@@ -17,38 +17,8 @@ use std::path::PathBuf;
 use spools::{Format, Layout, ReadOptions, Reshuffle, WriteOptions};
 use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
 
-/// Element size of every dataset here (the oracle writes each element's index in it).
-const ELEM: u64 = 4;
-
-/// This rank's share of `l`: every element its canonical index, little-endian `u32`.
-fn share(l: &Layout, me: u64) -> Result<Vec<u8>, String> {
-    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
-    for x in e(l.extents(me))? {
-        for k in (0..x.len).step_by(ELEM as usize) {
-            let at = (x.local + k) as usize;
-            let i = ((x.global + k) / ELEM) as u32;
-            v[at..at + ELEM as usize].copy_from_slice(&i.to_le_bytes());
-        }
-    }
-    Ok(v)
-}
-
-/// The first element of `got` (this rank's share of `l`) that is not its index.
-fn check(l: &Layout, me: u64, got: &[u8], what: &str) -> Result<(), String> {
-    for x in e(l.extents(me))? {
-        for k in (0..x.len).step_by(ELEM as usize) {
-            let at = (x.local + k) as usize;
-            let i = ((x.global + k) / ELEM) as u32;
-            let have = u32::from_le_bytes(got[at..at + ELEM as usize].try_into().unwrap());
-            if have != i {
-                return Err(format!(
-                    "{what}: rank {me} element {i} (local byte {at}) reads {have}"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
+mod indexed;
+use indexed::{check, share, ELEM};
 
 /// Whether `l`'s runs are shorter than 32 bytes on average: its one-file reads left to
 /// Spools are then sieved.

@@ -16,38 +16,8 @@ use std::path::{Path, PathBuf};
 use spools::{Format, Layout, ReadOptions, Reshuffle, WriteOptions};
 use spools_testkit::{assert_ok, checked, e, rank_main, tempdir, Job};
 
-/// Element size of every dataset here.
-const ELEM: u64 = 4;
-
-/// This rank's share of `l`: every element its canonical index, little-endian `u32`.
-fn share(l: &Layout, me: u64) -> Result<Vec<u8>, String> {
-    let mut v = vec![0u8; e(l.local_bytes(me))? as usize];
-    for x in e(l.extents(me))? {
-        for k in (0..x.len).step_by(ELEM as usize) {
-            let at = (x.local + k) as usize;
-            let i = ((x.global + k) / ELEM) as u32;
-            v[at..at + ELEM as usize].copy_from_slice(&i.to_le_bytes());
-        }
-    }
-    Ok(v)
-}
-
-/// The first element of `got` (this rank's share of `l`) that is not its index.
-fn check(l: &Layout, me: u64, got: &[u8], what: &str) -> Result<(), String> {
-    for x in e(l.extents(me))? {
-        for k in (0..x.len).step_by(ELEM as usize) {
-            let at = (x.local + k) as usize;
-            let i = ((x.global + k) / ELEM) as u32;
-            let have = u32::from_le_bytes(got[at..at + ELEM as usize].try_into().unwrap());
-            if have != i {
-                return Err(format!(
-                    "{what}: rank {me} element {i} (local byte {at}) reads {have}"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
+mod indexed;
+use indexed::{check, share};
 
 /// The names of this job's heap segments in `/dev/shm` that rank `rank` owns.
 fn own_segments(job: u64, rank: u32) -> Vec<String> {

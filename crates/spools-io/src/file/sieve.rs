@@ -117,53 +117,108 @@ pub(super) fn read(
     stats.aggregators = comm.size();
     stats.rounds = w.count();
     let copied = &mut stats.exchange;
+    let src = Source {
+        f,
+        path,
+        off,
+        layout,
+        comm,
+        w,
+        verify,
+    };
     if comm.size() >= 2 && w.total >= SHARED_MIN {
         let Some(shared) = Shared::set_up(comm, w, f.is_some())? else {
-            return read_private((f, path, off), layout, comm, data, w, (verify, copied));
+            return read_private(&src, data, copied);
         };
-        if let Some(got) = shared.read(
-            (f, path, off),
-            layout,
-            comm,
-            data,
-            w,
-            (verify, &mut *copied),
-        )? {
+        if let Some(got) = shared.read(&src, data, &mut *copied)? {
             stats.sieve_shared = true;
             return got;
         }
     }
-    read_private((f, path, off), layout, comm, data, w, (verify, copied))
+    read_private(&src, data, copied)
+}
+
+/// What a sieved read reads and how: the file (`None` where this rank could not open
+/// it), its path and the dataset's first byte, the layout, the group, the windows, and
+/// the checks.
+struct Source<'a> {
+    f: Option<&'a File>,
+    path: &'a Path,
+    off: u64,
+    layout: &'a Layout,
+    comm: &'a Communicator,
+    w: &'a Rounds,
+    verify: &'a Verify<'a>,
+}
+
+impl Source<'_> {
+    /// The plan of window `r` to this rank's share, and the part of `data` it writes;
+    /// `None` where the window holds no run of this rank.
+    fn own_runs<'d>(
+        &self,
+        r: u64,
+        data: &'d mut [u8],
+    ) -> Result<Option<(Plan, &'d mut [u8])>, FileError> {
+        let me = u64::from(self.comm.rank());
+        let w = self.w;
+        let io = w.io_layout(r)?;
+        let (plan, dst) = window_plan(self.layout, &io, w.window(r), w.count() == 1, me, data)?;
+        if plan.runs(0, me)?.next().is_none() {
+            return Ok(None);
+        }
+        Ok(Some((plan, dst)))
+    }
+
+    /// Copies this rank's runs out of window `r` (its bytes `bytes`), checking them
+    /// first where the call asks; nothing where the window holds no run of this rank.
+    fn copy_out(
+        &self,
+        r: u64,
+        bytes: &[u8],
+        data: &mut [u8],
+        copied: &mut ExchangeStats,
+    ) -> Result<(), FileError> {
+        match self.own_runs(r, data)? {
+            Some(planned) => self.copy_planned(r, bytes, planned, copied),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Source::copy_out`] with the window's plan made ([`Source::own_runs`]).
+    fn copy_planned(
+        &self,
+        r: u64,
+        bytes: &[u8],
+        (plan, dst): (Plan, &mut [u8]),
+        copied: &mut ExchangeStats,
+    ) -> Result<(), FileError> {
+        self.verify.check([(self.w.window(r).0, bytes)])?;
+        copy_local(&plan, 0, bytes, u64::from(self.comm.rank()), dst, copied)?;
+        Ok(())
+    }
 }
 
 /// [`read`] where every rank reads every window that holds its runs. Not collective.
 fn read_private(
-    (f, path, off): (Option<&File>, &Path, u64),
-    layout: &Layout,
-    comm: &Communicator,
+    src: &Source<'_>,
     data: &mut [u8],
-    w: &Rounds,
-    (verify, copied): (&Verify<'_>, &mut ExchangeStats),
+    copied: &mut ExchangeStats,
 ) -> Result<(), FileError> {
-    let me = u64::from(comm.rank());
-    let Some(f) = f else {
+    let Some(f) = src.f else {
         return Ok(());
     };
-    if me >= layout.units() || data.is_empty() {
+    if u64::from(src.comm.rank()) >= src.layout.units() || data.is_empty() {
         return Ok(());
     }
     let mut buf: Vec<u8> = Vec::new();
-    for r in 0..w.count() {
-        let (lo, hi) = w.window(r);
-        let io = w.io_layout(r)?;
-        let (plan, dst) = window_plan(layout, &io, (lo, hi), w.count() == 1, me, data)?;
-        if plan.runs(0, me)?.next().is_none() {
+    for r in 0..src.w.count() {
+        let Some(planned) = src.own_runs(r, data)? else {
             continue;
-        }
+        };
+        let (lo, hi) = src.w.window(r);
         buf.resize((hi - lo) as usize, 0);
-        sys::read_at(f, path, &mut buf, off + lo)?;
-        verify.check([(lo, &buf[..])])?;
-        copy_local(&plan, 0, &buf, me, dst, copied)?;
+        sys::read_at(f, src.path, &mut buf, src.off + lo)?;
+        src.copy_planned(r, &buf, planned, copied)?;
     }
     Ok(())
 }
@@ -275,13 +330,11 @@ impl Shared {
     /// An allreduce failed (a rank died).
     fn read(
         &self,
-        (f, path, off): (Option<&File>, &Path, u64),
-        layout: &Layout,
-        comm: &Communicator,
+        src: &Source<'_>,
         data: &mut [u8],
-        w: &Rounds,
-        (verify, copied): (&Verify<'_>, &mut ExchangeStats),
+        copied: &mut ExchangeStats,
     ) -> Result<Option<Result<(), FileError>>, FileError> {
+        let (comm, w, layout) = (src.comm, src.w, src.layout);
         let p = u64::from(comm.size());
         let me = comm.rank();
         let mapped = self
@@ -295,7 +348,7 @@ impl Shared {
             let at = (k % 2) as usize * self.slot;
             let own_window = k * p + u64::from(me);
             let mut failed = false;
-            if let (Some(f), true, true) = (f, own_window < w.count(), mapped) {
+            if let (Some(f), true, true) = (src.f, own_window < w.count(), mapped) {
                 let (lo, hi) = w.window(own_window);
                 // SAFETY: the slot `[at, at + slot)` lies in this rank's segment (two
                 // slots where there are two rounds or more, one otherwise, and `k % 2`
@@ -307,7 +360,7 @@ impl Shared {
                 let buf = unsafe {
                     std::slice::from_raw_parts_mut(self.own_data().add(at), (hi - lo) as usize)
                 };
-                if let Err(e) = sys::read_at(f, path, buf, off + lo) {
+                if let Err(e) = sys::read_at(f, src.path, buf, src.off + lo) {
                     failed = true;
                     local = local.and(Err(e));
                 }
@@ -333,9 +386,7 @@ impl Shared {
                 }
                 let got = self
                     .window(j as usize, at, w.window(r), me)
-                    .and_then(|src| {
-                        copy_window(layout, w, r, src, me, (verify, &mut *copied), data)
-                    });
+                    .and_then(|bytes| src.copy_out(r, bytes, data, &mut *copied));
                 if let Err(e) = got {
                     local = Err(e);
                     break;
@@ -396,29 +447,6 @@ fn own_segment(
         *g = Some((job, comm.heaps().create(me, len).ok()?));
     }
     Some(g)
-}
-
-/// Copies this rank's runs out of window `r` of `w` (its bytes `src`), checking them
-/// first where `verify` asks; nothing where the window holds no run of this rank.
-fn copy_window(
-    layout: &Layout,
-    w: &Rounds,
-    r: u64,
-    src: &[u8],
-    me: u32,
-    (verify, copied): (&Verify<'_>, &mut ExchangeStats),
-    data: &mut [u8],
-) -> Result<(), FileError> {
-    let me = u64::from(me);
-    let (lo, hi) = w.window(r);
-    let io = w.io_layout(r)?;
-    let (plan, dst) = window_plan(layout, &io, (lo, hi), w.count() == 1, me, data)?;
-    if plan.runs(0, me)?.next().is_none() {
-        return Ok(());
-    }
-    verify.check([(lo, src)])?;
-    copy_local(&plan, 0, src, me, dst, copied)?;
-    Ok(())
 }
 
 /// The plan from window `[lo, hi)` of the file, as `io`'s one unit, to this rank's
