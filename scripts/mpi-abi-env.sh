@@ -5,9 +5,9 @@
 # libmpi_abi.so.1, the peer) and, with MPI4PY=1, mpi4py 4.1.2 built against the standard
 # ABI, with its test suite unpacked in target/mpi4py-4.1.2/test. Both are cached: a
 # second run installs nothing. Sets `mpi_venv`, `mpicc_abi`, `mpich_lib`, `mpi4py_tests`.
-# MPI4PY_CFLAGS: the C compiler's flags for mpi4py's extension (default "-O2", as the
-# benchmarks want; the test suite asks for "-O0 -g0", which builds in 30 s instead of 200
-# here); mpi4py is built again when they change. They go in as CFLAGS: with CFLAGS
+# MPI4PY_CFLAGS: the C compiler's flags for mpi4py's extension (unset or empty: "-O2",
+# as the benchmarks want; the test suite asks for "-O0 -g0", which builds in 30 s instead
+# of 200 here); mpi4py is built again when they change. They go in as CFLAGS: with CFLAGS
 # empty (this script's default until 2026-12-01) the extension came out unoptimised
 # (Python's inline helpers such as Py_DECREF left as functions), and mpi4py on Spools
 # took 1.5 us per 8-byte message where the -O2 build takes 0.85.

@@ -152,10 +152,11 @@ pub(crate) fn cached<S: Page>(
 /// this value lives.
 ///
 /// The owner (and other peers) may write these bytes while this process reads them: they
-/// are only ever accessed as raw bytes ([`PeerBytes::copy_to`], [`PeerBytes::copy_from`],
-/// or the raw pointers), never through Rust references, and the protocol using them
-/// orders the accesses (a race gives mixed bytes, never undefined behaviour in this
-/// process's own memory). If the owner frees the buffer or dies meanwhile, the mapping
+/// are accessed as raw bytes ([`PeerBytes::copy_to`], [`PeerBytes::copy_from`], or the
+/// raw pointers), and the protocol using them orders the accesses (a race gives mixed
+/// bytes, never undefined behaviour in this process's own memory). A Rust reference to
+/// them is for a protocol under which no process writes them while it lives (the shared
+/// windows of a sieved read: `spools-io/src/file/sieve.rs`). If the owner frees the buffer or dies meanwhile, the mapping
 /// stays valid: the reader gets stale bytes, never a fault.
 pub struct PeerBytes {
     seg: Arc<HeapSegment>,

@@ -455,7 +455,7 @@ impl World {
             return Ok(());
         }
         let _ = self.lock_endpoint().flush();
-        spools_io::file::release_shared_windows();
+        spools_io::file::release_shared_windows(self.boot.job());
         self.boot
             .announce_finalize(self.msg.collectives_started(), self.msg.messages_sent())
     }
@@ -496,7 +496,7 @@ impl World {
             return Ok(());
         }
         let _ = self.endpoint().flush();
-        spools_io::file::release_shared_windows();
+        spools_io::file::release_shared_windows(self.boot.job());
         self.boot
             .announce_finalize(self.msg.collectives_started(), self.msg.messages_sent())?;
         self.boot.wait_finalized()
@@ -585,7 +585,7 @@ impl Drop for World {
             return;
         }
         let _ = self.endpoint().flush();
-        spools_io::file::release_shared_windows();
+        spools_io::file::release_shared_windows(self.boot.job());
         let communicators = std::iter::once(self.msg.clone())
             .chain(self.io.get().cloned())
             .collect();

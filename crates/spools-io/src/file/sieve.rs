@@ -3,12 +3,14 @@
 //! collective read's runs are short and every rank runs on one host, every rank copies
 //! its runs out of the windows of the file that hold them, one window at a time (checked
 //! against the checksums where the call asks), as strided progressions (ROMIO's *data
-//! sieving*, applied to a collective read). No rank aggregates and nothing is exchanged,
+//! sieving*, applied to a collective read). No rank aggregates and no run is exchanged,
 //! where the exchange would move every short run through an aggregator and the shared
 //! memory twice. From [`SHARED_MIN`] bytes and two ranks the windows are shared
 //! ([`Shared`]): each is read from the host's page cache once, by the ranks in turn, into
-//! shared memory; below, or where the shared memory cannot be had, each rank reads the
-//! windows that hold its runs itself (at most the ranks' count times the file).
+//! shared memory that every rank copies its runs out of (one allgather, one allreduce per
+//! round of windows and a barrier tie the ranks together); below, or where the shared
+//! memory cannot be had, each rank reads the windows that hold its runs itself (at most
+//! the ranks' count times the file), and no rank waits for another.
 //!
 //! A window is planned as one round of the collective buffer is ([`rounds`]): a slab of
 //! the array where windows start at whole periods of its slowest dimension, else by rows
@@ -48,8 +50,11 @@ const SIEVE_WINDOW: u64 = 1 << 22;
 /// ([`Shared`]): each window is read from the page cache once on the host, into a
 /// segment of the job's heap, and every rank copies its runs out of it, where each rank
 /// read every window itself (the ranks' count times the file: with 4 ranks on 2 cores
-/// the kernel's copies were most of a read). Below it the segments' set-up (creating,
-/// sizing and mapping them) costs more than the copies it saves.
+/// the kernel's copies were most of a read). Sharing costs three collective steps or
+/// more (an allgather, an allreduce per round, a barrier) and, at a process's first
+/// shared read, making and mapping the segments; measured at 32 MiB (4 ranks: 0.6 to
+/// 0.7 of the private read's time), not yet below 4 MiB, where a read is at most a round
+/// or two.
 const SHARED_MIN: u64 = 4 << 20;
 
 /// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
@@ -89,7 +94,7 @@ pub(super) fn windows(
 /// window by window of `w` ([`windows`]), each window that holds runs of this rank
 /// checked against the checksums where `verify` asks (every block this rank copies
 /// from) and its runs copied out. Where the group has two ranks or more and the dataset
-/// is at least [`SHARED_MIN`] bytes, the ranks share the windows ([`read_shared`]: each
+/// is at least [`SHARED_MIN`] bytes, the ranks share the windows ([`Shared`]: each
 /// window read once on the host); otherwise, or where the shared memory cannot be had,
 /// every rank reads every window that holds its runs ([`read_private`]). `stats` says a
 /// sieved read, of `comm`'s every rank, in `w`'s windows, with the copies' counts (as
@@ -97,9 +102,10 @@ pub(super) fn windows(
 ///
 /// Collective over `comm` where the windows are shared (the same choice on every rank,
 /// from the agreed windows and group), so every rank calls it, whatever its own state.
-/// A rank whose own read or check failed returns its error; the others go on where the
-/// bytes they need were read, and the caller's agreement on the outcome fails the call
-/// on every rank.
+/// A rank whose own read or check failed returns its error. Reading privately, the
+/// others go on; sharing, a window that could not be read stops every rank at that
+/// round (a failed check stops only the rank that made it). The caller's agreement on
+/// the outcome then fails the call on every rank.
 ///
 /// # Errors
 /// [`FileError`]: a read failed or came short (the file changed under the call), a
@@ -223,25 +229,27 @@ fn read_private(
     Ok(())
 }
 
-/// This process's segment of shared windows ([`Shared`]), kept from its first shared
-/// sieved read until it leaves the job ([`release_shared_windows`]), so that the other
-/// ranks of the host map it once (their heaps keep it mapped) and no read pays for
-/// creating, sizing and mapping segments (which made a 32 MiB read at 4 ranks slower
-/// than reading every window privately). With the job it belongs to.
+/// This process's segment of shared windows ([`Shared`]), with the job it belongs to:
+/// kept from the process's first shared sieved read until it leaves that job
+/// ([`release_shared_windows`]), so that the other ranks of the host map it once (their
+/// heaps keep it mapped) and no read pays for creating, sizing and mapping segments
+/// (which made a 32 MiB read at 4 ranks slower than reading every window privately).
+/// A read that needs a larger one, or is another job's, replaces it.
 static WINDOWS: Mutex<Option<(u64, HeapSegment)>> = Mutex::new(None);
 
-/// Frees this process's segment of shared windows (its name leaves `/dev/shm`): when the
-/// process leaves the job. Every shared read has ended on every rank by then (each ends
-/// in a barrier); a peer that still maps the segment keeps a valid mapping.
+/// Frees this process's segment of shared windows where it is `job`'s (its name leaves
+/// `/dev/shm`): when the process leaves that job. Every shared read of the job has ended
+/// on every rank by then (each ends in a barrier); a peer that still maps the segment
+/// keeps a valid mapping.
 ///
 /// ```
-/// spools_io::file::release_shared_windows();
+/// spools_io::file::release_shared_windows(7);
 /// ```
-pub fn release_shared_windows() {
-    WINDOWS
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take();
+pub fn release_shared_windows(job: u64) {
+    let mut g = WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
+    if matches!(g.as_ref(), Some((j, _)) if *j == job) {
+        g.take();
+    }
 }
 
 /// The windows of a sieved read shared by the ranks of one host: each rank's segment of
@@ -329,6 +337,23 @@ impl Shared {
     /// # Errors
     /// An allreduce failed (a rank died).
     fn read(
+        mut self,
+        src: &Source<'_>,
+        data: &mut [u8],
+        copied: &mut ExchangeStats,
+    ) -> Result<Option<Result<(), FileError>>, FileError> {
+        let got = self.rounds(src, data, copied);
+        if got.is_err() {
+            // A collective step failed here (a rank died), perhaps not on every rank:
+            // another may still read this rank's slots, so they are never written
+            // again (the segment goes; a later read makes a new one).
+            *self.own = None;
+        }
+        got
+    }
+
+    /// [`Shared::read`]'s rounds.
+    fn rounds(
         &self,
         src: &Source<'_>,
         data: &mut [u8],
