@@ -1,5 +1,5 @@
 //! Sieved reads whose windows the ranks share (issue 62, point 1): a read of a canonical
-//! or `.npy` file of 4 MiB or more, in runs shorter than 32 bytes, on one host, reads each
+//! or `.npy` file of 1 MiB or more, in runs shorter than 32 bytes, on one host, reads each
 //! window of the file once, into a rank's segment of the job's heap, and every rank copies
 //! its runs out of every window. Checked here with real ranks against a one-process
 //! oracle (every element holds its own index): many rounds of a small collective buffer
@@ -58,12 +58,14 @@ fn shared_windows(w: &spools::World) -> Result<(), String> {
     let dir = PathBuf::from(std::env::var("SPOOLS_TEST_DIR").unwrap());
     let n = w.size();
     let me = u64::from(w.rank());
-    // 4 MiB and a little more, so that the windows are shared; the fastest dimension
+    // 4 MiB and a little more (the windows are shared from 1 MiB); the fastest dimension
     // dealt cyclically (4-byte runs) over a rank count that need not divide it.
     let shapes = [
         format!("i32[1025,1024] *,cyclic on 1x{n}"),
         format!("i32[1025,1024] cyclic,* on {n}x1 order=F"),
         format!("i32[17,250,247] *,*,cyclic on 1x1x{n}"),
+        // 1.2 MB: one window, smaller than the collective buffer, that rank 0 alone reads.
+        format!("i32[300,1024] *,cyclic on 1x{n}"),
     ];
     for (si, spec) in shapes.iter().enumerate() {
         let l: Layout = e(spec.parse())?;

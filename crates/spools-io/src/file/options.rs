@@ -302,6 +302,6 @@ pub struct FileStats {
     pub sieved: bool,
     /// Whether a sieved read shared the windows: each was read once on the host into
     /// shared memory, and every rank copied its runs out of it (groups of two ranks or
-    /// more, datasets of 4 MiB or more).
+    /// more, datasets of 1 MiB or more).
     pub sieve_shared: bool,
 }

@@ -52,10 +52,11 @@ const SIEVE_WINDOW: u64 = 1 << 22;
 /// read every window itself (the ranks' count times the file: with 4 ranks on 2 cores
 /// the kernel's copies were most of a read). Sharing costs three collective steps or
 /// more (an allgather, an allreduce per round, a barrier) and, at a process's first
-/// shared read, making and mapping the segments; measured at 32 MiB (4 ranks: 0.6 to
-/// 0.7 of the private read's time), not yet below 4 MiB, where a read is at most a round
-/// or two.
-const SHARED_MIN: u64 = 4 << 20;
+/// shared read, making and mapping the segments. Measured (`spools bench io`, `i32[R,1024]
+/// *,cyclic`, medians of 3 jobs of 20 reads, shared against private): 0.6 to 0.7 of the
+/// private read's time at 32 MiB and 4 ranks, 0.77 at 1 MiB and 4 ranks, 0.95 at 1 MiB
+/// and 2 ranks, 0.93 to 0.95 at 256 KiB, where a read's own fixed costs are most of it.
+const SHARED_MIN: u64 = 1 << 20;
 
 /// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
 /// the reshuffle left to Spools (`choice` is [`Reshuffle::Auto`]), runs shorter than
