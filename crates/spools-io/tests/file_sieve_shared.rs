@@ -79,9 +79,10 @@ fn shared_windows(w: &spools::World) -> Result<(), String> {
                 ..WriteOptions::default()
             };
             e(w.write_file(&path, &data, &l, &wopts)).map_err(|x| format!("{spec}: {x}"))?;
-            // 64 KiB windows: 65 and more of them, so 22 rounds and more at 3 ranks (each
-            // slot written again and again), and a last round that some ranks sit out;
-            // then the whole collective buffer: two windows of 4 MiB, one round.
+            // 64 KiB windows: 19 of them for the 1.2 MB shape, 65 and more for the others,
+            // so 7 rounds and more at 3 ranks (each slot written again and again), and a
+            // last round that some ranks sit out; then the whole collective buffer: one
+            // window of 1.2 MB, or two of about 4 MiB, in one round.
             for buffer in [Some(64 << 10), None] {
                 let what = format!("{spec} as {fname}, buffer {buffer:?}");
                 let opts = ReadOptions {

@@ -52,10 +52,11 @@ const SIEVE_WINDOW: u64 = 1 << 22;
 /// read every window itself (the ranks' count times the file: with 4 ranks on 2 cores
 /// the kernel's copies were most of a read). Sharing costs three collective steps or
 /// more (an allgather, an allreduce per round, a barrier) and, at a process's first
-/// shared read, making and mapping the segments. Measured (`spools bench io`, `i32[R,1024]
-/// *,cyclic`, medians of 3 jobs of 20 reads, shared against private): 0.6 to 0.7 of the
-/// private read's time at 32 MiB and 4 ranks, 0.77 at 1 MiB and 4 ranks, 0.95 at 1 MiB
-/// and 2 ranks, 0.93 to 0.95 at 256 KiB, where a read's own fixed costs are most of it.
+/// shared read, making and mapping the segments, which the rank then keeps for the job.
+/// Measured against private reads (`bench/results/io/2026-12-01-sieve-shared-2core.txt`):
+/// 0.5 to 0.7 of their time at 32 MiB and 4 ranks (five shapes), 0.77 at 1 MiB and 4
+/// ranks, 0.95 at 1 MiB and 2 ranks, 0.93 to 0.95 at 256 KiB, where a read's own fixed
+/// costs are most of it: below 1 MiB the gain is too small to keep a segment for.
 const SHARED_MIN: u64 = 1 << 20;
 
 /// The windows of a sieved read of `layout`'s `total` bytes, where the read is sieved:
@@ -336,7 +337,7 @@ impl Shared {
     /// rank's own outcome. Collective.
     ///
     /// # Errors
-    /// An allreduce failed (a rank died).
+    /// A collective step (an allreduce, the closing barrier) failed: a rank died.
     fn read(
         mut self,
         src: &Source<'_>,
@@ -353,7 +354,10 @@ impl Shared {
         got
     }
 
-    /// [`Shared::read`]'s rounds.
+    /// [`Shared::read`]'s rounds and its closing barrier.
+    ///
+    /// # Errors
+    /// As [`Shared::read`].
     fn rounds(
         &self,
         src: &Source<'_>,
