@@ -156,8 +156,9 @@ pub(crate) fn cached<S: Page>(
 /// raw pointers), and the protocol using them orders the accesses (a race gives mixed
 /// bytes, never undefined behaviour in this process's own memory). A Rust reference to
 /// them is for a protocol under which no process writes them while it lives (the shared
-/// windows of a sieved read: `spools-io/src/file/sieve.rs`). If the owner frees the buffer or dies meanwhile, the mapping
-/// stays valid: the reader gets stale bytes, never a fault.
+/// windows of a sieved read: `spools-io/src/file/sieve.rs`). If the owner frees the
+/// buffer or dies meanwhile, the mapping stays valid: the reader gets stale bytes, never
+/// a fault.
 pub struct PeerBytes {
     seg: Arc<HeapSegment>,
     ptr: *mut u8,
