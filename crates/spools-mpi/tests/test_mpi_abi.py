@@ -445,6 +445,16 @@ def test_nonblocking_collective_file_accesses_progress_while_a_rank_waits_in_rec
     assert job.out.splitlines() == ["ok io_progress %d ranks" % n], job
 
 
+@pytest.mark.parametrize("n", [2, 3])
+def test_two_phase_accesses_move_in_rounds_of_cb_buffer_size(build, spools_run, tmp_path, n):
+    # An hindexed view of uneven blocks, with cb_buffer_size=64 KiB and without: the
+    # file as written, the bytes read back, counts cut at the end of a shortened file,
+    # and a peak memory that does not grow with the domain under the hint.
+    job = spools_run(n, build("io_rounds"), str(tmp_path), timeout=120)
+    assert job.code == 0 and "FAIL" not in job.err, job
+    assert job.out.splitlines() == ["ok io_rounds %d ranks" % n], job
+
+
 @pytest.mark.parametrize("n", [1, 2, 3])
 def test_shared_file_pointers_of_many_files_stay_apart_and_start_anew(
         build, spools_run, tmp_path, n):

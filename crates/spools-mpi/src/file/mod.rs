@@ -33,6 +33,7 @@ mod pointer;
 pub(crate) mod position;
 mod queue;
 mod raid;
+mod rounds;
 mod transfer;
 mod twophase;
 mod view;
@@ -72,7 +73,7 @@ pub(crate) struct FileObj {
     pub(crate) info: Mutex<Vec<(String, String)>>,
     /// The collective buffering hints of `info` as numbers, for reads and for writes
     /// ([`twophase::hints`]), once looked up (cleared when `info` changes).
-    pub(crate) cb_hints: Mutex<Option<[[u64; 3]; 2]>>,
+    pub(crate) cb_hints: Mutex<Option<[[u64; 4]; 2]>>,
     pub(crate) errhandler: AtomicUsize,
     /// The status a split collective's begin left for its end.
     pub(crate) split: Mutex<Option<MPI_Status>>,

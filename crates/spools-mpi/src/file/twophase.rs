@@ -10,10 +10,12 @@
 //! pure.
 
 use smallvec::SmallVec;
+use spools::Op;
 
 use crate::abi::*;
 use crate::env::error::MpiError;
 use crate::file::outcome::{Told, MAX_MESSAGE};
+use crate::file::rounds::{round_bytes, Rounds};
 use crate::file::view::FileRun;
 use crate::file::{io, FileObj};
 
@@ -40,6 +42,9 @@ pub(crate) struct Part {
     pub(crate) cb: u64,
     pub(crate) nodes: u64,
     pub(crate) unit: u64,
+    /// Its `cb_buffer_size` hint (0: none): the most bytes of a domain an aggregator
+    /// holds in one round ([`round_bytes`]; rank 0's decides).
+    pub(crate) buffer: u64,
     /// The fingerprint of the whole array it accesses ([`Whole::key`]), 0 for none.
     ///
     /// [`Whole::key`]: crate::file::layout::Whole::key
@@ -54,7 +59,7 @@ pub(crate) const MAX_BOX: usize = 64;
 
 impl Part {
     /// The summary of `runs`.
-    pub(crate) fn of(runs: &[FileRun], etypes: u64, [cb, nodes, unit]: [u64; 3]) -> Part {
+    pub(crate) fn of(runs: &[FileRun], etypes: u64, [cb, nodes, unit, buffer]: Hints) -> Part {
         let bytes = runs.iter().map(|r| r.1 as u64).sum();
         let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
         let hi = runs.iter().map(|r| r.0 + r.1 as u64).max().unwrap_or(0);
@@ -67,12 +72,13 @@ impl Part {
             cb,
             nodes,
             unit,
+            buffer,
             key: 0,
             boxed: Vec::new(),
         }
     }
 
-    /// Its record in [`decide`]'s first step: a tag (0: a part), its nine numbers, and
+    /// Its record in [`decide`]'s first step: a tag (0: a part), its ten numbers, and
     /// the bytes of its box, which follow in a second step.
     fn record(&self) -> [u8; RECORD] {
         let mut r = [0u8; RECORD];
@@ -85,6 +91,7 @@ impl Part {
             self.cb,
             self.nodes,
             self.unit,
+            self.buffer,
             self.key,
         ];
         for (i, x) in nums.iter().enumerate() {
@@ -123,16 +130,17 @@ impl Part {
             cb: at(5),
             nodes: at(6),
             unit: at(7),
-            key: at(8),
+            buffer: at(8),
+            key: at(9),
             boxed: extra.chunks(8).map(word).collect(),
         })
     }
 }
 
 /// Bytes of a rank's record in [`decide`]'s first step: a tag (0: a part, 1: an error),
-/// a part's nine numbers, and the length of what follows in a second step (a part's box,
+/// a part's ten numbers, and the length of what follows in a second step (a part's box,
 /// an error's class and message).
-const RECORD: usize = 1 + 8 * 9 + 4;
+const RECORD: usize = 1 + 8 * 10 + 4;
 
 /// Every rank's [`Part`] of one collective access, in rank order ([`decide`]); on the
 /// stack for up to 4 ranks.
@@ -185,9 +193,12 @@ pub(crate) fn decide(
         .collect()
 }
 
-/// This rank's hints for [`Part::of`]: `romio_cb_write` (or `romio_cb_read`),
-/// `cb_nodes`, `striping_unit`.
-pub(crate) fn hints(f: &FileObj, write: bool) -> [u64; 3] {
+/// A rank's hints for [`Part::of`]: `romio_cb_write` (or `romio_cb_read`), `cb_nodes`,
+/// `striping_unit`, `cb_buffer_size` (0 where absent).
+pub(crate) type Hints = [u64; 4];
+
+/// This rank's [`Hints`].
+pub(crate) fn hints(f: &FileObj, write: bool) -> Hints {
     let mut cached = f
         .cb_hints
         .lock()
@@ -196,7 +207,7 @@ pub(crate) fn hints(f: &FileObj, write: bool) -> [u64; 3] {
 }
 
 /// [`hints`] from the file's info now.
-fn look_up(f: &FileObj, write: bool) -> [u64; 3] {
+fn look_up(f: &FileObj, write: bool) -> Hints {
     let key = if write {
         "romio_cb_write"
     } else {
@@ -208,7 +219,12 @@ fn look_up(f: &FileObj, write: bool) -> [u64; 3] {
         _ => 0,
     };
     let num = |k: &str| hint(f, k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-    [cb, num("cb_nodes"), num("striping_unit")]
+    [
+        cb,
+        num("cb_nodes"),
+        num("striping_unit"),
+        num("cb_buffer_size"),
+    ]
 }
 
 /// Whether the group's access goes in two phases (the same answer on every rank: it
@@ -371,29 +387,6 @@ impl Cover {
     }
 }
 
-/// `runs` (in increasing offset order) cut at the domains' bounds: calls `each(domain,
-/// file offset, length, position in the data)` for every piece, in order.
-pub(crate) fn cut(
-    runs: &[FileRun],
-    doms: &[(u64, u64)],
-    mut each: impl FnMut(usize, u64, usize, usize),
-) {
-    let mut d = 0usize;
-    let mut at = 0usize;
-    for &(off, len) in runs {
-        let (mut o, end) = (off, off + len as u64);
-        while o < end {
-            while d + 1 < doms.len() && doms[d].1 <= o {
-                d += 1;
-            }
-            let take = (end.min(doms[d].1.max(o + 1)) - o) as usize;
-            each(d, o, take, at + (o - off) as usize);
-            o += take as u64;
-        }
-        at += len;
-    }
-}
-
 /// The aggregators: `count` ranks spread over the group, and the domains they own.
 fn plan(parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
     let size = parts.len() as u64;
@@ -483,12 +476,6 @@ fn exchange(f: &FileObj, blocks: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, MpiError>
     Ok(out)
 }
 
-/// This rank's domain, if it aggregates one.
-fn my_domain(f: &FileObj, aggs: &[u32], doms: &[(u64, u64)]) -> Option<(u64, u64)> {
-    let me = f.comm.rank();
-    aggs.iter().position(|&a| a == me).map(|d| doms[d])
-}
-
 fn malformed(call: &'static str) -> MpiError {
     MpiError::invalid(
         MPI_ERR_INTERN,
@@ -496,9 +483,33 @@ fn malformed(call: &'static str) -> MpiError {
     )
 }
 
+/// The group's next round of an access in two phases, once this one is done: `false`
+/// where no domain has bytes left (the same answer on every rank); else the chunks of
+/// the next round, from one allreduce of where each domain's next touched byte is.
+fn next_round(f: &FileObj, r: &mut Rounds<'_>) -> Result<bool, MpiError> {
+    if !r.more() {
+        return Ok(false);
+    }
+    let mine = r.next_starts();
+    let mut starts = vec![0u64; mine.len()];
+    f.comm.allreduce(&mine, &mut starts, &Op::Min)?;
+    Ok(r.advance(&starts))
+}
+
+/// The aggregator of each domain and this rank's domain, if it aggregates one.
+fn roles(f: &FileObj, parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>, Option<usize>) {
+    let (aggs, doms) = plan(parts);
+    let me = f.comm.rank();
+    let mine = aggs.iter().position(|&a| a == me);
+    (aggs, doms, mine)
+}
+
 /// A collective write in two phases: `data` (this rank's runs' bytes, in order) goes to
 /// the aggregators, each of which places the pieces of its domain in one buffer and
-/// writes every covered segment with one call.
+/// writes every covered segment with one call. The domains move in rounds of at most
+/// `cb_buffer_size` bytes each ([`Rounds`]). A rank whose part fails (a write, a
+/// malformed list) still takes part in every round's exchange, with nothing, so that no
+/// rank waits for it; its error is its outcome.
 ///
 /// # Errors
 /// A peer failing, or this aggregator's write (its class: a full disk is
@@ -510,27 +521,56 @@ pub(crate) fn write(
     data: &[u8],
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let (aggs, doms) = plan(parts);
+    let (aggs, doms, mine) = roles(f, parts);
     let n = f.comm.size() as usize;
-    let mut blocks: Vec<Vec<u8>> = vec![Vec::new(); n];
-    if !doms.is_empty() {
-        // Per domain: its groups, then the bytes of its pieces in order.
-        let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
-        let mut bytes: Vec<Vec<u8>> = vec![Vec::new(); doms.len()];
-        cut(runs, &doms, |d, o, l, at| {
-            groups[d].push(o, l as u64);
-            bytes[d].extend_from_slice(&data[at..at + l]);
-        });
-        for (d, (g, b)) in groups.iter().zip(bytes).enumerate() {
-            if g.list.is_empty() {
-                continue;
+    let mut rounds = Rounds::new(
+        runs,
+        &doms,
+        round_bytes(parts.first().map_or(0, |p| p.buffer)),
+    );
+    let mut failed: Option<MpiError> = None;
+    loop {
+        let mut blocks: Vec<Vec<u8>> = vec![Vec::new(); n];
+        if failed.is_none() && !doms.is_empty() {
+            // Per domain: its groups, then the bytes of its pieces in order.
+            let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
+            let mut bytes: Vec<Vec<u8>> = vec![Vec::new(); doms.len()];
+            rounds.cut(|d, o, l, at| {
+                groups[d].push(o, l as u64);
+                bytes[d].extend_from_slice(&data[at..at + l]);
+            });
+            for (d, (g, b)) in groups.iter().zip(bytes).enumerate() {
+                if g.list.is_empty() {
+                    continue;
+                }
+                let out = &mut blocks[aggs[d] as usize];
+                g.encode(out);
+                out.extend_from_slice(&b);
             }
-            let out = &mut blocks[aggs[d] as usize];
-            g.encode(out);
-            out.extend_from_slice(&b);
+        }
+        let got = exchange(f, blocks)?;
+        if failed.is_none() {
+            let chunk = mine.and_then(|d| rounds.chunk(d));
+            if let Err(e) = write_chunk(f, chunk, &got, call) {
+                failed = Some(e);
+            }
+        }
+        if !next_round(f, &mut rounds)? {
+            break;
         }
     }
-    let got = exchange(f, blocks)?;
+    failed.map_or(Ok(()), Err)
+}
+
+/// An aggregator's part of one round of a write: the pieces `got` from every rank,
+/// which must lie in its chunk `[lo, hi)` of the round, placed in one buffer and written
+/// segment by segment (or, far apart, group by group).
+fn write_chunk(
+    f: &FileObj,
+    chunk: Option<(u64, u64)>,
+    got: &[Vec<u8>],
+    call: &'static str,
+) -> Result<(), MpiError> {
     let mine: Vec<(Groups, usize, &Vec<u8>)> = got
         .iter()
         .filter(|b| !b.is_empty())
@@ -540,16 +580,16 @@ pub(crate) fn write(
                 .ok_or_else(|| malformed(call))
         })
         .collect::<Result<_, _>>()?;
-    let Some((lo, hi)) = my_domain(f, &aggs, &doms) else {
-        // Pieces sent here although this rank aggregates nothing: the group's plans
-        // differ (they never should); refuse rather than drop them.
+    let Some((lo, hi)) = chunk else {
+        // Pieces sent here although this rank aggregates nothing this round: the
+        // group's plans differ (they never should); refuse rather than drop them.
         return if mine.is_empty() {
             Ok(())
         } else {
             Err(malformed(call))
         };
     };
-    // Every list checked against this domain first: (bytes, first, end) of each.
+    // Every list checked against this chunk first: (bytes, first, end) of each.
     let mut spans = Vec::with_capacity(mine.len());
     for (g, at, b) in &mine {
         let c = checked(g, lo, hi).ok_or_else(|| malformed(call))?;
@@ -610,10 +650,12 @@ pub(crate) fn write(
 }
 
 /// A collective read in two phases: this rank's pieces are asked of the aggregators,
-/// each of which reads the span its domain's pieces cover with one call (data sieving)
+/// each of which reads the span its chunk's pieces cover with one call (data sieving)
 /// and sends the pieces back, with where the file ended if the read was short; the
-/// bytes land in `out` in run order. The count: bytes before the first piece the end
-/// of the file cut short.
+/// bytes land in `out` in run order. The domains move in rounds of at most
+/// `cb_buffer_size` bytes each ([`Rounds`]); a rank whose part fails still takes part in
+/// every round's exchanges. The count: bytes before the first piece the end of the file
+/// cut short.
 ///
 /// # Errors
 /// A peer failing, or this aggregator's read.
@@ -624,22 +666,65 @@ pub(crate) fn read(
     out: &mut [u8],
     call: &'static str,
 ) -> Result<usize, MpiError> {
-    let (aggs, doms) = plan(parts);
+    let (aggs, doms, mine) = roles(f, parts);
     let n = f.comm.size() as usize;
-    let mut asks: Vec<Vec<u8>> = vec![Vec::new(); n];
-    if !doms.is_empty() {
-        let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
-        cut(runs, &doms, |d, o, l, _| groups[d].push(o, l as u64));
-        for (d, g) in groups.iter().enumerate() {
-            if !g.list.is_empty() {
-                g.encode(&mut asks[aggs[d] as usize]);
+    let mut rounds = Rounds::new(
+        runs,
+        &doms,
+        round_bytes(parts.first().map_or(0, |p| p.buffer)),
+    );
+    let mut failed: Option<MpiError> = None;
+    let mut short = usize::MAX;
+    loop {
+        let mut asks: Vec<Vec<u8>> = vec![Vec::new(); n];
+        if failed.is_none() && !doms.is_empty() {
+            let mut groups: Vec<Groups> = vec![Groups::default(); doms.len()];
+            rounds.cut(|d, o, l, _| groups[d].push(o, l as u64));
+            for (d, g) in groups.iter().enumerate() {
+                if !g.list.is_empty() {
+                    g.encode(&mut asks[aggs[d] as usize]);
+                }
             }
         }
+        let asked = exchange(f, asks)?;
+        // Served even after this rank failed: a rank that asks it gets its bytes, or
+        // where the file ended, rather than nothing (which it would take for a
+        // malformed answer, reporting that instead of this rank's error).
+        let chunk = mine.and_then(|d| rounds.chunk(d));
+        let (replies, e) = serve_chunk(f, chunk, &asked, call);
+        if let Some(e) = e {
+            failed.get_or_insert(e);
+        }
+        let answers = exchange(f, replies)?;
+        if failed.is_none() {
+            match place(&rounds, &aggs, &answers, out) {
+                Some(s) => short = short.min(s),
+                None => failed = Some(malformed(call)),
+            }
+        }
+        if !next_round(f, &mut rounds)? {
+            break;
+        }
     }
-    let asked = exchange(f, asks)?;
-    // This rank as an aggregator: the span of every piece asked, read once. A read that
-    // fails is answered as empty (every rank still takes part in the replies' exchange);
-    // the error is this rank's outcome, which the group then agrees on.
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    Ok(short.min(out.len()))
+}
+
+/// An aggregator's part of one round of a read: the replies to the pieces `asked` by
+/// every rank, which must lie in its chunk of the round, each starting with where the
+/// file ended (`u64::MAX`: past every piece). A malformed list is answered with
+/// nothing, a read the file system fails with zeros and the span's start as where the
+/// file ended (every rank still takes part in the replies' exchange); the error is this
+/// rank's outcome, which the group then agrees on.
+fn serve_chunk(
+    f: &FileObj,
+    chunk: Option<(u64, u64)>,
+    asked: &[Vec<u8>],
+    call: &'static str,
+) -> (Vec<Vec<u8>>, Option<MpiError>) {
+    let n = asked.len();
     let mut failed: Option<MpiError> = None;
     let mut replies: Vec<Vec<u8>> = vec![Vec::new(); n];
     let lists: Vec<Option<Groups>> = asked
@@ -655,15 +740,14 @@ pub(crate) fn read(
     if lists.iter().any(Option::is_none) {
         failed = Some(malformed(call));
     }
-    // Every list checked against this rank's domain (pieces asked of a rank that
-    // aggregates nothing, or outside its domain, are malformed).
-    let dom = my_domain(f, &aggs, &doms);
+    // Every list checked against this rank's chunk (pieces asked of a rank that
+    // aggregates nothing this round, or outside its chunk, are malformed).
     let mut spans: Vec<Option<(u64, u64, u64)>> = vec![None; n];
     for (r, g) in lists.iter().enumerate() {
         let Some(g) = g.as_ref().filter(|g| !g.list.is_empty()) else {
             continue;
         };
-        match dom.and_then(|(lo, hi)| checked(g, lo, hi)) {
+        match chunk.and_then(|(lo, hi)| checked(g, lo, hi)) {
             Some(c) => spans[r] = Some(c),
             None => {
                 failed.get_or_insert_with(|| malformed(call));
@@ -722,16 +806,17 @@ pub(crate) fn read(
             }
         }
     }
-    let answers = exchange(f, replies)?;
-    if let Some(e) = failed {
-        return Err(e);
-    }
-    // Place the pieces, cut again in the same order; the count stops at the first piece
-    // (in data order) the end of the file cut short.
-    let mut cursor: Vec<usize> = vec![8; n];
+    (replies, failed)
+}
+
+/// Places one round's `answers` (one per aggregator) into `out`, cut again in the same
+/// order as the asks: the position of the first byte the end of the file cut short
+/// (`usize::MAX` for none), or `None` for an answer that does not hold what was asked.
+fn place(rounds: &Rounds<'_>, aggs: &[u32], answers: &[Vec<u8>], out: &mut [u8]) -> Option<usize> {
+    let mut cursor: Vec<usize> = vec![8; answers.len()];
     let mut short = usize::MAX;
     let mut bad = false;
-    cut(runs, &doms, |d, o, l, pos| {
+    rounds.cut(|d, o, l, pos| {
         let a = aggs[d] as usize;
         let b = &answers[a];
         let at = cursor[a];
@@ -746,10 +831,7 @@ pub(crate) fn read(
         }
         cursor[a] = at + l;
     });
-    if bad {
-        return Err(malformed(call));
-    }
-    Ok(short.min(out.len()))
+    (!bad).then_some(short)
 }
 
 #[cfg(test)]
@@ -774,7 +856,8 @@ mod tests {
         let doms = domains(0, 100, 3, 8);
         let runs = vec![(0u64, 10usize), (30, 50), (95, 5)];
         let mut pieces = Vec::new();
-        cut(&runs, &doms, |d, o, l, pos| pieces.push((d, o, l, pos)));
+        let rounds = Rounds::new(&runs, &doms, 1 << 20);
+        rounds.cut(|d, o, l, pos| pieces.push((d, o, l, pos)));
         let mut at = 0usize;
         for &(d, o, l, pos) in &pieces {
             assert!(o >= doms[d].0 && o + l as u64 <= doms[d].1, "{pieces:?}");
@@ -873,6 +956,7 @@ mod tests {
             cb: 2,
             nodes: 4,
             unit: 65536,
+            buffer: 1 << 20,
             key: 77,
             boxed: Vec::new(),
         };
