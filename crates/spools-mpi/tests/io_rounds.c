@@ -2,7 +2,7 @@
  * each aggregator's domain (issue 62): every rank writes and reads its part of a file
  * through an hindexed view of uneven blocks (50 to 139 bytes; the ranks' blocks take
  * turns through the file, so every access goes in two phases), with cb_buffer_size =
- * 64 KiB (about 150 rounds) and then without the hint (one round of 16 MiB).
+ * 64 KiB (about 150 rounds) and then without the hint (rounds of 1 MiB).
  *   - The file holds every byte as written (checked by rank 0 with pread) and a
  *     collective read gives every rank its bytes back.
  *   - The file cut short (MPI_File_set_size) gives each rank the count of its bytes

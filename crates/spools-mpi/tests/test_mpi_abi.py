@@ -447,7 +447,7 @@ def test_nonblocking_collective_file_accesses_progress_while_a_rank_waits_in_rec
 
 @pytest.mark.parametrize("n", [2, 3])
 def test_two_phase_accesses_move_in_rounds_of_cb_buffer_size(build, spools_run, tmp_path, n):
-    # An hindexed view of uneven blocks, with cb_buffer_size=64 KiB and without: the
+    # An hindexed view of uneven blocks, with cb_buffer_size=64 KiB and without (1 MiB): the
     # file as written, the bytes read back, counts cut at the end of a shortened file,
     # and a peak memory that does not grow with the domain under the hint.
     job = spools_run(n, build("io_rounds"), str(tmp_path), timeout=120)
