@@ -347,7 +347,12 @@ fn coll_role() -> Result<(), String> {
             data_movement(&sub)?;
         }
         let d = e(w.dup())?;
-        nonblocking(&d)
+        nonblocking(&d)?;
+        // Through the messages alone (no segment: a file's first collectives, or a
+        // communicator across hosts), where allgathers of small blocks go all at once.
+        let m = e(w.dup())?;
+        m.defer_shared_memory(1 << 22);
+        data_movement(&m)
     });
     println!("coll ok rank {}", w.rank());
     e(w.finalize())
