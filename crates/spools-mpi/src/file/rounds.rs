@@ -6,8 +6,9 @@
 //!
 //! Round 0's chunks start at their domains' starts. Where a domain is longer than its
 //! chunk, the next round's chunk starts at the first byte past it that some rank touches
-//! (one small allreduce of [`Rounds::next_starts`] per round after the first), so gaps no
-//! rank touches cost no round. A domain that fits one chunk, the common small access,
+//! (one small allreduce of [`Rounds::next_starts`] per round after the first; brought
+//! back to a multiple of the domains' alignment where that stays past the chunk before),
+//! so gaps no rank touches cost no round. A domain that fits one chunk, the common small access,
 //! takes one round and no allreduce.
 
 use crate::file::view::FileRun;
@@ -43,14 +44,21 @@ pub(crate) struct Rounds<'a> {
     starts: Option<Vec<usize>>,
     doms: &'a [(u64, u64)],
     per: u64,
+    align: u64,
     /// The current round's chunk of each domain, `None` where a domain has no bytes left.
     chunks: Vec<Option<(u64, u64)>>,
 }
 
 impl<'a> Rounds<'a> {
     /// Round 0 of an access of `runs` (this rank's, in data order) over the aggregators'
-    /// domains `doms` (in order, apart), `per` bytes of a domain a round.
-    pub(crate) fn new(runs: &'a [FileRun], doms: &'a [(u64, u64)], per: u64) -> Rounds<'a> {
+    /// domains `doms` (in order, apart), `per` bytes of a domain a round, chunks after a
+    /// gap starting at a multiple of `align` where they can.
+    pub(crate) fn new(
+        runs: &'a [FileRun],
+        doms: &'a [(u64, u64)],
+        per: u64,
+        align: u64,
+    ) -> Rounds<'a> {
         let ordered = runs.windows(2).all(|w| w[0].0 + w[0].1 as u64 <= w[1].0);
         let starts = ordered.then(|| {
             let mut at = 0usize;
@@ -69,6 +77,7 @@ impl<'a> Rounds<'a> {
             starts,
             doms,
             per,
+            align: align.max(1),
             chunks,
         }
     }
@@ -105,6 +114,12 @@ impl<'a> Rounds<'a> {
     /// every rank's [`Rounds::next_starts`]). Whether the round has any chunk.
     pub(crate) fn advance(&mut self, starts: &[u64]) -> bool {
         for ((c, &(_, hi)), &s) in self.chunks.iter_mut().zip(self.doms).zip(starts) {
+            let after = c.map_or(s, |(_, end)| end);
+            let s = if s < hi {
+                (s - s % self.align).max(after)
+            } else {
+                s
+            };
             *c = chunk(s, hi, self.per);
         }
         self.chunks.iter().any(Option::is_some)
@@ -198,7 +213,7 @@ mod tests {
         doms: &[(u64, u64)],
         per: u64,
     ) -> Vec<Vec<(usize, u64, usize, usize)>> {
-        let mut r = Rounds::new(runs, doms, per);
+        let mut r = Rounds::new(runs, doms, per, 64);
         let mut out = Vec::new();
         loop {
             let mut pieces = Vec::new();
@@ -251,7 +266,7 @@ mod tests {
     fn a_domain_within_one_chunk_takes_one_round() {
         let runs = vec![(0u64, 10usize), (100, 10)];
         let doms = domains(0, 110, 2, 8);
-        let r = Rounds::new(&runs, &doms, 4096);
+        let r = Rounds::new(&runs, &doms, 4096, 4096);
         assert!(!r.more());
         assert_eq!(all_rounds(&runs, &doms, 4096).len(), 1);
     }
@@ -264,6 +279,13 @@ mod tests {
         let rounds = all_rounds(&runs, &doms, 4096);
         assert_eq!(rounds.len(), 2, "{rounds:?}");
         assert_eq!(rounds[1], vec![(0, 1 << 40, 10, 10)]);
+        // The second chunk starts at a multiple of the alignment: 64 bytes before the
+        // piece, whose bytes it holds.
+        let runs = vec![(0u64, 10usize), ((1 << 40) + 64, 10)];
+        let doms = vec![(0u64, (1u64 << 40) + 74)];
+        let mut r = Rounds::new(&runs, &doms, 4096, 4096);
+        assert!(r.more() && r.advance(&r.next_starts()));
+        assert_eq!(r.chunk(0), Some((1 << 40, (1 << 40) + 74)));
     }
 
     #[test]
@@ -279,7 +301,7 @@ mod tests {
         }
         want.sort_unstable();
         assert_eq!(bytes(&rounds), want);
-        assert!(Rounds::new(&runs, &doms, 128).starts.is_none());
+        assert!(Rounds::new(&runs, &doms, 128, 64).starts.is_none());
     }
 
     #[test]

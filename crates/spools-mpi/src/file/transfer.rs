@@ -43,7 +43,12 @@ pub(crate) unsafe fn access_now(
         dir,
         coll && !ordered,
         call,
-    );
+    )
+    .and_then(|mut p| {
+        // SAFETY: the caller's contract.
+        unsafe { p.convert(buf, call) }?;
+        Ok(p)
+    });
     if !coll && !ordered {
         // SAFETY: the caller's contract.
         return unsafe { perform(f, buf, &prep?, None, call) };
@@ -158,6 +163,10 @@ struct Prep {
     /// Whether the access moves the individual pointer (by what moved, once done; the
     /// pointer is not held across the access, which may wait for the group).
     own: bool,
+    /// A write's data packed and converted to `external32` ([`Prep::convert`]), before
+    /// the group decides: a value that does not convert fails this rank's part of the
+    /// decision, so the group stops together instead of waiting for it in an exchange.
+    converted: Option<Vec<u8>>,
 }
 
 /// Checks an access of `count` elements of `dt` at `buf` and places it (the shared
@@ -238,10 +247,30 @@ fn prepare(
         runs,
         whole,
         own,
+        converted: None,
     })
 }
 
 impl Prep {
+    /// Packs and converts a write's data for an `external32` view ([`Prep::converted`]);
+    /// nothing for other accesses.
+    ///
+    /// # Errors
+    /// `MPI_ERR_CONVERSION` for a value `external32` cannot hold, as the conversion's.
+    ///
+    /// # Safety
+    /// `buf` holds the access's elements (the caller's contract of [`access_now`]).
+    unsafe fn convert(&mut self, buf: *mut u8, call: &'static str) -> Result<(), MpiError> {
+        if self.dir != Dir::Write || self.bytes == 0 || !self.view.external32() {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        let mut packed = unsafe { pack(buf, self.n, &self.t) };
+        crate::datatype::external::convert_packed(&self.t, &mut packed, true, call)?;
+        self.converted = Some(packed);
+        Ok(())
+    }
+
     /// Gives up the whole-array path: the runs listed.
     fn list_runs(&mut self) {
         if self.whole.take().is_some() {
@@ -285,14 +314,11 @@ unsafe fn perform(
     let bytes = p.bytes;
     let moved = match p.dir {
         Dir::Write => {
-            let mut packed;
+            let packed;
             let data: &[u8] = if bytes == 0 {
                 &[]
-            } else if p.view.external32() {
-                // SAFETY: the caller's contract.
-                packed = unsafe { pack(buf, p.n, &p.t) };
-                crate::datatype::external::convert_packed(&p.t, &mut packed, true, call)?;
-                &packed
+            } else if let Some(c) = &p.converted {
+                c
             } else if p.t.contiguous() {
                 // SAFETY: the caller's contract: `bytes` contiguous bytes at `buf`.
                 unsafe { std::slice::from_raw_parts(buf.cast_const(), bytes) }

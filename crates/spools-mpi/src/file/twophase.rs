@@ -6,8 +6,8 @@
 //!
 //! Every collective access starts with [`decide`], one allgather in which every rank
 //! says whether it can go on and how many runs and bytes it has where; all ranks then
-//! take the same path. The planning ([`domains`], [`cut`], [`Groups`], [`Cover`]) is
-//! pure.
+//! take the same path. The planning ([`domains`], [`Groups`], [`Cover`], and the
+//! rounds of `rounds.rs`) is pure.
 
 use smallvec::SmallVec;
 use spools::Op;
@@ -387,6 +387,20 @@ impl Cover {
     }
 }
 
+/// What the domains are aligned to: rank 0's `striping_unit`, else [`ALIGN`].
+fn alignment(parts: &[Part]) -> u64 {
+    parts
+        .first()
+        .map(|p| p.unit)
+        .filter(|&n| n > 0)
+        .unwrap_or(ALIGN)
+}
+
+/// The bytes of a domain a round moves: from rank 0's `cb_buffer_size` ([`round_bytes`]).
+fn round_size(parts: &[Part]) -> u64 {
+    round_bytes(parts.first().map_or(0, |p| p.buffer))
+}
+
 /// The aggregators: `count` ranks spread over the group, and the domains they own.
 fn plan(parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
     let size = parts.len() as u64;
@@ -395,7 +409,7 @@ fn plan(parts: &[Part]) -> (Vec<u32>, Vec<(u64, u64)>) {
         .filter(|&n| n > 0)
         .unwrap_or(size)
         .min(size);
-    let align = Some(first.unit).filter(|&n| n > 0).unwrap_or(ALIGN);
+    let align = alignment(parts);
     let lo = parts
         .iter()
         .filter(|p| p.bytes > 0)
@@ -523,11 +537,7 @@ pub(crate) fn write(
 ) -> Result<(), MpiError> {
     let (aggs, doms, mine) = roles(f, parts);
     let n = f.comm.size() as usize;
-    let mut rounds = Rounds::new(
-        runs,
-        &doms,
-        round_bytes(parts.first().map_or(0, |p| p.buffer)),
-    );
+    let mut rounds = Rounds::new(runs, &doms, round_size(parts), alignment(parts));
     let mut failed: Option<MpiError> = None;
     loop {
         let mut blocks: Vec<Vec<u8>> = vec![Vec::new(); n];
@@ -668,11 +678,7 @@ pub(crate) fn read(
 ) -> Result<usize, MpiError> {
     let (aggs, doms, mine) = roles(f, parts);
     let n = f.comm.size() as usize;
-    let mut rounds = Rounds::new(
-        runs,
-        &doms,
-        round_bytes(parts.first().map_or(0, |p| p.buffer)),
-    );
+    let mut rounds = Rounds::new(runs, &doms, round_size(parts), alignment(parts));
     let mut failed: Option<MpiError> = None;
     let mut short = usize::MAX;
     loop {
@@ -856,7 +862,7 @@ mod tests {
         let doms = domains(0, 100, 3, 8);
         let runs = vec![(0u64, 10usize), (30, 50), (95, 5)];
         let mut pieces = Vec::new();
-        let rounds = Rounds::new(&runs, &doms, 1 << 20);
+        let rounds = Rounds::new(&runs, &doms, 1 << 20, 8);
         rounds.cut(|d, o, l, pos| pieces.push((d, o, l, pos)));
         let mut at = 0usize;
         for &(d, o, l, pos) in &pieces {
