@@ -6,7 +6,7 @@ use super::args::{
     block, blocks_mut, byte_counts, bytes, bytes_mut, check, check_alltoallv, check_rooted, displs,
     with_even_counts, EVEN_SPLIT, ONE_COUNT_PER_RANK, RECV_AS_SEND, ROOT_HOLDS_ALL,
 };
-use super::group::{exchange_during, finish, recv_any_poll, send, send_all, Group, Poisoned};
+use super::group::{exchange_during, finish_exact, recv_any_poll, send, send_all, Group, Poisoned};
 use super::ring::ring_allgather;
 use crate::comm_core::CommCore;
 use crate::communicator::Communicator;
@@ -50,15 +50,7 @@ pub(crate) fn gatherv_in<T: Element>(
     }
     for (guard, (want, from)) in guards.into_iter().zip(want) {
         // Watching the segment, where this rank took the messages but others may not.
-        let st = finish(c, guard, tag, from)?;
-        if st.len != want {
-            return Err(MsgError::Mismatch {
-                op: "gather",
-                from: Some(st.source),
-                got: st.len,
-                want,
-            });
-        }
+        finish_exact(c, guard, (tag, from), want, "gather")?;
     }
     Ok(())
 }
@@ -149,15 +141,7 @@ fn allgather_at_once<T: Element>(
         send(c, g, (me + s) % n, tag, bytes(own))?;
     }
     for (guard, want, from) in posted.into_iter().flatten() {
-        let st = finish(c, guard, tag, from)?;
-        if st.len != want {
-            return Err(MsgError::Mismatch {
-                op: "allgather",
-                from: Some(st.source),
-                got: st.len,
-                want,
-            });
-        }
+        finish_exact(c, guard, (tag, from), want, "allgather")?;
     }
     Ok(())
 }
@@ -212,15 +196,7 @@ pub(crate) fn alltoallv_in<T: Element>(
             .map(|i| (recv_counts[i] * std::mem::size_of::<T>(), g.members[i]))
             .collect();
         for (guard, (want, from)) in guards.into_iter().zip(want) {
-            let st = finish(c, guard, tag, from)?;
-            if st.len != want {
-                return Err(MsgError::Mismatch {
-                    op: "alltoallv",
-                    from: Some(st.source),
-                    got: st.len,
-                    want,
-                });
-            }
+            finish_exact(c, guard, (tag, from), want, "alltoallv")?;
         }
         return Ok(());
     }

@@ -308,6 +308,27 @@ fn wait_watching(c: &CommCore, g: &OpGuard<'_>, sm: &SmComm, w: &Watch) -> Resul
     split.map_or(Ok(()), Err)
 }
 
+/// [`finish`] a receive of collective `op` from member `peer` that must bring exactly
+/// `want` bytes: [`MsgError::Mismatch`] naming `op` otherwise.
+pub(crate) fn finish_exact(
+    c: &CommCore,
+    g: OpGuard<'_>,
+    (tag, peer): (u32, u32),
+    want: usize,
+    op: &'static str,
+) -> Result<(), MsgError> {
+    let st = finish(c, g, tag, peer)?;
+    if st.len != want {
+        return Err(MsgError::Mismatch {
+            op,
+            from: Some(st.source),
+            got: st.len,
+            want,
+        });
+    }
+    Ok(())
+}
+
 fn expect_len(got: usize, want: usize, from: u32) -> Result<(), MsgError> {
     if got != want {
         return Err(MsgError::Mismatch {
