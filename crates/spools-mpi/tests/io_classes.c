@@ -1,11 +1,15 @@
 /* A collective MPI-IO call that fails on one rank only fails on every rank in that
  * rank's error class, not MPI_ERR_IO: the last rank alone passes an invalid amode
  * (MPI_ERR_AMODE), a path under a regular file (MPI_ERR_BAD_FILE), a missing file
- * (MPI_ERR_NO_SUCH_FILE); it opened the file read-only and the group writes
- * (MPI_ERR_READ_ONLY: write_at_all, write_all, write_at_all_begin), write-only and the
- * group reads (MPI_ERR_ACCESS: read_at_all, read_all); it passes a negative count
+ * (MPI_ERR_NO_SUCH_FILE), a NULL file handle (MPI_ERR_ARG); it passes a negative count
  * (MPI_ERR_COUNT) and an unknown data representation (MPI_ERR_UNSUPPORTED_DATAREP).
- * After each failure the group goes on: a later collective call succeeds on every rank.
+ * Arguments MPI asks to be the same on every rank fail every rank with
+ * MPI_ERR_NOT_SAME where the last rank's differ: a valid amode of its own at open, the
+ * flag of set_atomicity, the size of set_size, the whence of seek_shared. A file opened
+ * read-only that the group writes fails with MPI_ERR_READ_ONLY (write_at_all,
+ * write_all, write_at_all_begin, set_size), write-only that it reads with
+ * MPI_ERR_ACCESS (read_at_all, read_all). After each failure the group goes on: a
+ * later collective call succeeds on every rank.
  * Argument: DIR, where the files go. 1 or more ranks. */
 #include <stdio.h>
 #include <string.h>
@@ -67,28 +71,57 @@ int main(int argc, char **argv) {
   failed_open(MPI_File_open(MPI_COMM_WORLD, rank == last ? missing : path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh),
               fh, MPI_ERR_NO_SUCH_FILE, "open, the last rank's file missing");
 
-  /* The last rank opened the file read-only. */
-  OK(MPI_File_open(MPI_COMM_WORLD, path, rank == last ? MPI_MODE_RDONLY : MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  /* The last rank's handle NULL. */
+  MPI_File *where = rank == last ? NULL : &fh;
+  want_class(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, where), MPI_ERR_ARG,
+             "open, the last rank's handle NULL");
+  CHECK(fh == MPI_FILE_NULL, "open, the last rank's handle NULL: a failed open gave a file");
+  if (size > 1) {
+    /* The last rank's own valid amode: every rank fails, and no rank has a file. */
+    failed_open(MPI_File_open(MPI_COMM_WORLD, path, rank == last ? MPI_MODE_RDONLY : MPI_MODE_RDWR,
+                              MPI_INFO_NULL, &fh),
+                fh, MPI_ERR_NOT_SAME, "open, the last rank's amode RDONLY, the others' RDWR");
+  }
+
+  /* The file opened read-only. */
+  OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
   want_class(MPI_File_write_at_all(fh, at, buf, N, MPI_INT, &st), MPI_ERR_READ_ONLY,
-             "write_at_all, the last rank read-only");
+             "write_at_all, read-only");
   OK(MPI_File_seek(fh, at, MPI_SEEK_SET));
-  want_class(MPI_File_write_all(fh, buf, N, MPI_INT, &st), MPI_ERR_READ_ONLY,
-             "write_all, the last rank read-only");
+  want_class(MPI_File_write_all(fh, buf, N, MPI_INT, &st), MPI_ERR_READ_ONLY, "write_all, read-only");
   want_class(MPI_File_write_at_all_begin(fh, at, buf, N, MPI_INT), MPI_ERR_READ_ONLY,
-             "write_at_all_begin, the last rank read-only");
+             "write_at_all_begin, read-only");
+  want_class(MPI_File_set_size(fh, 0), MPI_ERR_READ_ONLY, "set_size, read-only");
   OK(MPI_File_read_at_all(fh, at, got, N, MPI_INT, &st));
   CHECK(memcmp(got, buf, sizeof buf) == 0, "read_at_all after the failures: other data");
   OK(MPI_File_close(&fh));
 
-  /* The last rank opened the file write-only. */
-  OK(MPI_File_open(MPI_COMM_WORLD, path, rank == last ? MPI_MODE_WRONLY : MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+  /* The file opened write-only. */
+  OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
   want_class(MPI_File_read_at_all(fh, at, got, N, MPI_INT, &st), MPI_ERR_ACCESS,
-             "read_at_all, the last rank write-only");
+             "read_at_all, write-only");
   OK(MPI_File_seek(fh, at, MPI_SEEK_SET));
-  want_class(MPI_File_read_all(fh, got, N, MPI_INT, &st), MPI_ERR_ACCESS,
-             "read_all, the last rank write-only");
+  want_class(MPI_File_read_all(fh, got, N, MPI_INT, &st), MPI_ERR_ACCESS, "read_all, write-only");
   OK(MPI_File_write_at_all(fh, at, buf, N, MPI_INT, &st));
   OK(MPI_File_close(&fh));
+
+  /* Arguments that must be the same everywhere, the last rank's different. */
+  if (size > 1) {
+    OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));
+    want_class(MPI_File_set_atomicity(fh, rank == last), MPI_ERR_NOT_SAME,
+               "set_atomicity, the last rank's flag 1, the others' 0");
+    int flag = -1;
+    OK(MPI_File_get_atomicity(fh, &flag));
+    CHECK(flag == 0, "set_atomicity refused: the flag changed to %d", flag);
+    want_class(MPI_File_set_size(fh, rank == last ? 7 * (MPI_Offset)sizeof buf : 8 * (MPI_Offset)sizeof buf),
+               MPI_ERR_NOT_SAME, "set_size, the last rank's size");
+    want_class(MPI_File_seek_shared(fh, 0, rank == last ? MPI_SEEK_CUR : MPI_SEEK_SET), MPI_ERR_NOT_SAME,
+               "seek_shared, the last rank's whence");
+    OK(MPI_File_write_at_all(fh, at, buf, N, MPI_INT, &st));
+    OK(MPI_File_read_at_all(fh, at, got, N, MPI_INT, &st));
+    CHECK(memcmp(got, buf, sizeof buf) == 0, "read_at_all after the differing arguments: other data");
+    OK(MPI_File_close(&fh));
+  }
 
   /* Arguments of the last rank. */
   OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDWR, MPI_INFO_NULL, &fh));

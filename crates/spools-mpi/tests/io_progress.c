@@ -6,9 +6,10 @@
  * must progress while they sit in MPI_Recv: where it moves only inside the file's own
  * calls, rank 0's tests never complete and the job hangs (the test's timeout). Every
  * block is checked, and the individual pointer after iwrite_all / iread_all. Then the
- * same pattern with accesses that fail on the last rank only (it opened the file
- * read-only, write-only, or opened /dev/full): every rank's request fails in that rank's
- * class (MPI_ERR_READ_ONLY, MPI_ERR_ACCESS, MPI_ERR_NO_SPACE).
+ * same pattern with accesses that fail: the file opened read-only or write-only (on
+ * every rank: an amode must be the same everywhere), every request fails in
+ * MPI_ERR_READ_ONLY or MPI_ERR_ACCESS; the last rank alone writing to /dev/full, every
+ * rank's request fails in its class (MPI_ERR_NO_SPACE).
  * Argument: DIR, where the file goes. 1 or more ranks. */
 #include <string.h>
 #include "check.h"
@@ -123,20 +124,19 @@ int main(int argc, char **argv) {
   want_block(got, next, 3, "iread_at_all_c of the next rank's block");
   OK(MPI_File_close(&fh));
 
-  /* The last rank alone fails: every rank's request fails in its class. */
-  int amode = rank == last ? MPI_MODE_RDONLY : MPI_MODE_RDWR;
-  OK(MPI_File_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &fh));
+  /* Accesses the amode refuses: every request fails in its class. */
+  OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_RDONLY, MPI_INFO_NULL, &fh));
   OK(MPI_File_iwrite_at_all(fh, AT(0, rank), a[0], B, MPI_INT, &rq));
-  want_class(finish(&rq, &st, 9), MPI_ERR_READ_ONLY, "iwrite_at_all, the last rank read-only");
+  want_class(finish(&rq, &st, 9), MPI_ERR_READ_ONLY, "iwrite_at_all, read-only");
   OK(MPI_File_seek(fh, AT(1, rank), MPI_SEEK_SET));
   OK(MPI_File_iwrite_all(fh, a[1], B, MPI_INT, &rq));
-  want_class(finish(&rq, &st, 10), MPI_ERR_READ_ONLY, "iwrite_all, the last rank read-only");
+  want_class(finish(&rq, &st, 10), MPI_ERR_READ_ONLY, "iwrite_all, read-only");
   OK(MPI_File_close(&fh));
-  amode = rank == last ? MPI_MODE_WRONLY : MPI_MODE_RDWR;
-  OK(MPI_File_open(MPI_COMM_WORLD, path, amode, MPI_INFO_NULL, &fh));
+  OK(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh));
   OK(MPI_File_iread_at_all(fh, AT(0, next), got, B, MPI_INT, &rq));
-  want_class(finish(&rq, &st, 11), MPI_ERR_ACCESS, "iread_at_all, the last rank write-only");
+  want_class(finish(&rq, &st, 11), MPI_ERR_ACCESS, "iread_at_all, write-only");
   OK(MPI_File_close(&fh));
+  /* The last rank alone fails: every rank's request fails in its class. */
   /* The last rank writes to /dev/full (where it can open it). */
   const char *mine = rank == last ? "/dev/full" : path;
   int rc = MPI_File_open(MPI_COMM_WORLD, mine, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);

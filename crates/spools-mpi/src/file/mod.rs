@@ -181,6 +181,39 @@ impl FileObj {
         Ok(())
     }
 
+    /// Checks that every rank of the group passed the same `values` (arguments MPI asks
+    /// to be the same everywhere: `what`, as the message names them). Collective, one
+    /// allgather: every rank sees every rank's values, so every rank fails where they
+    /// differ.
+    ///
+    /// # Errors
+    /// `MPI_ERR_NOT_SAME` naming this rank's values and another's, where they differ.
+    pub(crate) fn same_everywhere(
+        &self,
+        values: &[i64],
+        what: &str,
+        call: &'static str,
+    ) -> Result<(), MpiError> {
+        let mine: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let all = self.comm.allgather_bytes(&mine)?;
+        if let Some(other) = all.iter().find(|b| **b != mine) {
+            let o: Vec<i64> = other
+                .chunks(8)
+                .map(|c| i64::from_le_bytes(c.try_into().unwrap_or_default()))
+                .collect();
+            let show = |v: &[i64]| v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            return Err(MpiError::invalid(
+                MPI_ERR_NOT_SAME,
+                format!(
+                    "{call}: the ranks passed different {what} ({} here, {} on another rank)",
+                    show(values),
+                    show(&o)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Every rank's outcome of a collective call: [`agree_on`] the file's group.
     ///
     /// # Errors

@@ -110,11 +110,23 @@ pub unsafe extern "C" fn MPI_File_open(
         // The arguments are checked on every rank, and agreed once the group has its
         // communicator, so that a rank whose arguments fail leaves with the others,
         // every rank in its class.
-        let checked = check_amode(amode, call)
-            .and_then(|()| Ok((path_of(filename, call)?, crate::env::info::entries(info)?)));
+        let checked = check_amode(amode, call).and_then(|()| {
+            if fh.is_null() {
+                return Err(MpiError::invalid(
+                    MPI_ERR_ARG,
+                    format!("{call}: NULL file handle"),
+                ));
+            }
+            let labels = c.ctx.labels_of(&crate::comm::group::members(&c)?);
+            Ok((
+                path_of(filename, call)?,
+                crate::env::info::entries(info)?,
+                labels,
+            ))
+        });
         let wc = c.comm.dup()?;
         wc.defer_shared_memory(FILE_COLLECTIVES_BEFORE_SEGMENT);
-        let (path, info_entries) = super::agree_on(&wc, checked, call)?;
+        let (path, info_entries, labels) = super::agree_on(&wc, checked, call)?;
         // With the `spools_layout` hint the program's accesses go to a working file that
         // rank 0 has made from the set (raid.rs); it is opened for reading too, since
         // the commits read it back.
@@ -141,58 +153,89 @@ pub unsafe extern "C" fn MPI_File_open(
         } else {
             Err(std::io::Error::other("not opened yet"))
         };
-        let verdict = match &first {
-            Ok(_) => Vec::new(),
-            Err(e) if wc.rank() == 0 && raid.is_none() => {
-                format!("{}\0{}", super::io_class(e), e).into_bytes()
+        // Rank 0's verdict: its amode, then its error's class and message, if any.
+        let mut verdict = amode.to_le_bytes().to_vec();
+        if let Err(e) = &first {
+            if wc.rank() == 0 && raid.is_none() {
+                verdict.extend(format!("{}\0{}", super::io_class(e), e).into_bytes());
             }
-            Err(_) => Vec::new(),
-        };
+        }
         let verdict = wc.bcast_bytes(0, &verdict)?;
+        let (theirs, verdict) = verdict.split_at(verdict.len().min(4));
         if !verdict.is_empty() {
-            let s = String::from_utf8_lossy(&verdict);
+            let s = String::from_utf8_lossy(verdict);
             let (class, msg) = s.split_once('\0').unwrap_or(("", &s));
             return Err(MpiError::invalid(
                 class.parse().unwrap_or(MPI_ERR_IO),
                 format!("{call}: {}: {msg}", path.display()),
             ));
         }
-        let opened = match first {
-            Ok(f) => Ok(f),
-            Err(_) => options(open_mode, false).open(&path),
+        // The same amode on every rank, as MPI asks (a rank that differs would take
+        // other paths through later collective calls): a rank whose amode is not rank
+        // 0's fails every rank in the agreement below.
+        let same = if theirs == amode.to_le_bytes() {
+            Ok(())
+        } else {
+            let r0 = theirs.try_into().map_or(0, c_int::from_le_bytes);
+            Err(MpiError::invalid(
+                MPI_ERR_NOT_SAME,
+                format!("{call}: the ranks passed different amodes ({amode:#x} here, {r0:#x} on rank 0)"),
+            ))
         };
+        let opened = same.and_then(|()| {
+            match first {
+                Ok(f) => Ok(f),
+                Err(_) => options(open_mode, false).open(&path),
+            }
+            .map_err(|e| io_error(call, &path, &e))
+        });
         // All have the file or all fail, in the class of the first rank that could not
         // open it.
-        let f = super::agree_on(&wc, opened.map_err(|e| io_error(call, &path, &e)), call)?;
+        let f = super::agree_on(&wc, opened, call)?;
         let size = f.metadata().map(|m| m.len()).unwrap_or(0);
         let start = if amode & MPI_MODE_APPEND != 0 {
             size
         } else {
             0
         };
-        let world = crate::comm::world_of(&c.ctx, call)?;
-        // Every rank has the pointer, or all fail (the next collective would hang).
-        let shared = super::agree_on(&wc, SharedPointer::new(&world, &wc, start, call), call)?;
-        let obj = FileObj {
-            file: f,
-            path,
-            comm: wc,
-            labels: c.ctx.labels_of(&crate::comm::group::members(&c)?),
-            amode,
-            view: Mutex::new(std::sync::Arc::new(View::bytes()?)),
-            pos: Mutex::new(start),
-            shared,
-            atomic: AtomicBool::new(false),
-            info: Mutex::new(info_entries),
-            cb_hints: Mutex::new(None),
-            errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
-            split: Mutex::new(None),
-            raid,
-            deferred: Default::default(),
+        let shared = crate::comm::world_of(&c.ctx, call)
+            .and_then(|w| SharedPointer::new(&w, &wc, start, call));
+        let group = wc.clone();
+        // The file in the table on every rank, or on none (a rank without it would leave
+        // the others waiting in their next collective call on it): one agreement on its
+        // shared pointer and its place in the table.
+        let made = shared.and_then(|shared| {
+            let obj = FileObj {
+                file: f,
+                path,
+                comm: wc,
+                labels,
+                amode,
+                view: Mutex::new(std::sync::Arc::new(View::bytes()?)),
+                pos: Mutex::new(start),
+                shared,
+                atomic: AtomicBool::new(false),
+                info: Mutex::new(info_entries),
+                cb_hints: Mutex::new(None),
+                errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
+                split: Mutex::new(None),
+                raid,
+                deferred: Default::default(),
+            };
+            FILES
+                .insert(obj)
+                .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many open files"))
+        });
+        let mine = made.as_ref().ok().copied();
+        let h = match super::agree_on(&group, made, call) {
+            Ok(h) => h,
+            Err(e) => {
+                if let Some(h) = mine {
+                    FILES.remove(h);
+                }
+                return Err(e);
+            }
         };
-        let h = FILES
-            .insert(obj)
-            .ok_or_else(|| MpiError::invalid(MPI_ERR_NO_MEM, "too many open files"))?;
         // SAFETY: the caller's contract.
         unsafe { out(fh, h, call) }
     })();
@@ -290,16 +333,10 @@ pub unsafe extern "C" fn MPI_File_delete(filename: *const c_char, info: MPI_Info
 /// before every rank has called, as ROMIO's check does too).
 ///
 /// # Errors
-/// `MPI_ERR_ARG` naming the sizes when they differ.
-fn same_everywhere(f: &FileObj, size: MPI_Offset, call: &'static str) -> Result<u64, MpiError> {
-    let all = f.comm.allgather_bytes(&size.to_le_bytes())?;
-    if let Some(other) = all.iter().find(|b| b.as_slice() != size.to_le_bytes()) {
-        let o = i64::from_le_bytes(other.as_slice().try_into().unwrap_or_default());
-        return Err(MpiError::invalid(
-            MPI_ERR_ARG,
-            format!("{call}: the ranks passed different sizes ({size} here, {o} on another rank)"),
-        ));
-    }
+/// `MPI_ERR_NOT_SAME` naming the sizes when they differ; `MPI_ERR_ARG` for a negative
+/// size.
+fn same_size(f: &FileObj, size: MPI_Offset, call: &'static str) -> Result<u64, MpiError> {
+    f.same_everywhere(&[size], "sizes", call)?;
     u64::try_from(size)
         .map_err(|_| MpiError::invalid(MPI_ERR_ARG, format!("{call}: size {size} is negative")))
 }
@@ -314,13 +351,15 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
-        let n = same_everywhere(&f, size, call)?;
-        f.may(false, call)?;
-        let mine = if f.comm.rank() == 0 {
-            f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
-        } else {
-            Ok(())
-        };
+        let n = same_size(&f, size, call)?;
+        // Agreed, as the change is: a rank that may not write fails every rank.
+        let mine = f.may(false, call).and_then(|()| {
+            if f.comm.rank() == 0 {
+                f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
+            } else {
+                Ok(())
+            }
+        });
         f.agree(mine, call)
     })();
     on_file(fh, r)
@@ -337,9 +376,12 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         super::deferred::flush(&f);
         // Checked after every rank called (the same size everywhere), so that no rank
         // leaves while the others wait.
-        let n = same_everywhere(&f, size, call)?;
-        f.may(false, call)?;
-        let mine = if f.comm.rank() == 0 && n > 0 {
+        let n = same_size(&f, size, call)?;
+        // Agreed, as the change is: a rank that may not write fails every rank.
+        let may = f.may(false, call);
+        let mine = if may.is_err() {
+            may
+        } else if f.comm.rank() == 0 && n > 0 {
             // SAFETY: a valid descriptor; posix_fallocate only allocates.
             let rc = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), 0, n as libc::off_t) };
             match rc {
@@ -415,8 +457,11 @@ pub unsafe extern "C" fn MPI_File_set_atomicity(fh: MPI_File, flag: c_int) -> c_
         let f = file(fh, call)?;
         // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
+        // The same flag on every rank, as MPI asks: a rank in atomic mode takes each
+        // collective access's direct path, where the others could go in two phases.
+        f.same_everywhere(&[i64::from(flag != 0)], "flags", call)?;
         f.atomic.store(flag != 0, Ordering::Relaxed);
-        f.agree(Ok(()), call)
+        Ok(())
     })();
     on_file(fh, r)
 }

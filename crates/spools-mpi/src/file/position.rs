@@ -269,7 +269,9 @@ pub unsafe extern "C" fn MPI_File_seek_shared(
         // Non-blocking collective accesses settled first (deferred.rs).
         super::deferred::flush(&f);
         let s = f.shared_pointer(call)?;
-        f.comm.barrier()?;
+        // The group's barrier, and the same offset and whence on every rank (as MPI
+        // asks): rank 0's seek, checked there, then stands for every rank's.
+        f.same_everywhere(&[offset, i64::from(whence)], "offsets and whences", call)?;
         let mine = if f.comm.rank() == 0 {
             seek_to(&f, s.get(), offset, whence, call).map(|p| s.set(p))
         } else {
