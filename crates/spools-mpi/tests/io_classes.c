@@ -81,6 +81,17 @@ int main(int argc, char **argv) {
     failed_open(MPI_File_open(MPI_COMM_WORLD, path, rank == last ? MPI_MODE_RDONLY : MPI_MODE_RDWR,
                               MPI_INFO_NULL, &fh),
                 fh, MPI_ERR_NOT_SAME, "open, the last rank's amode RDONLY, the others' RDWR");
+    /* Refused before anything changes: rank 0's CREATE|EXCL made no file. */
+    char fresh[PATHLEN];
+    snprintf(fresh, sizeof fresh, "%s/io_classes_fresh", argv[1]);
+    const int excl = MPI_MODE_CREATE | MPI_MODE_EXCL | MPI_MODE_RDWR;
+    failed_open(MPI_File_open(MPI_COMM_WORLD, fresh, rank == last ? MPI_MODE_CREATE | MPI_MODE_RDWR : excl,
+                              MPI_INFO_NULL, &fh),
+                fh, MPI_ERR_NOT_SAME, "open, CREATE|EXCL but on the last rank");
+    OK(MPI_File_open(MPI_COMM_WORLD, fresh, excl, MPI_INFO_NULL, &fh));
+    OK(MPI_File_close(&fh));
+    OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) OK(MPI_File_delete(fresh, MPI_INFO_NULL));
   }
 
   /* The file opened read-only. */

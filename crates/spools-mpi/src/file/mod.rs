@@ -51,7 +51,7 @@ use crate::env::error::{code_of, MpiError, ERRHANDLERS};
 use crate::handles::{Kind, Table};
 use crate::runtime::rt;
 
-pub(crate) use outcome::{agree_on, agree_on_min, io_class, io_error};
+pub(crate) use outcome::{agree_on, agree_on_min, agree_on_range, io_class, io_error};
 pub(crate) use view::View;
 
 /// An open file.

@@ -118,15 +118,26 @@ pub unsafe extern "C" fn MPI_File_open(
                 ));
             }
             let labels = c.ctx.labels_of(&crate::comm::group::members(&c)?);
+            let world = crate::comm::world_of(&c.ctx, call)?;
             Ok((
                 path_of(filename, call)?,
                 crate::env::info::entries(info)?,
-                labels,
+                (labels, world),
             ))
         });
         let wc = c.comm.dup()?;
         wc.defer_shared_memory(FILE_COLLECTIVES_BEFORE_SEGMENT);
-        let (path, info_entries, labels) = super::agree_on(&wc, checked, call)?;
+        // The same amode on every rank, as MPI asks (a rank that differs would take other
+        // paths through later collective calls): found in the first agreement, before
+        // rank 0 touches the file system, as ROMIO does.
+        let ((path, info_entries, (labels, world)), [lo, hi]) =
+            super::agree_on_range(&wc, checked, amode as u32, call)?;
+        if lo != hi {
+            return Err(MpiError::invalid(
+                MPI_ERR_NOT_SAME,
+                format!("{call}: the ranks passed different amodes ({amode:#x} here; from {lo:#x} to {hi:#x})"),
+            ));
+        }
         // With the `spools_layout` hint the program's accesses go to a working file that
         // rank 0 has made from the set (raid.rs); it is opened for reading too, since
         // the commits read it back.
@@ -153,42 +164,27 @@ pub unsafe extern "C" fn MPI_File_open(
         } else {
             Err(std::io::Error::other("not opened yet"))
         };
-        // Rank 0's verdict: its amode, then its error's class and message, if any.
-        let mut verdict = amode.to_le_bytes().to_vec();
-        if let Err(e) = &first {
-            if wc.rank() == 0 && raid.is_none() {
-                verdict.extend(format!("{}\0{}", super::io_class(e), e).into_bytes());
+        let verdict = match &first {
+            Ok(_) => Vec::new(),
+            Err(e) if wc.rank() == 0 && raid.is_none() => {
+                format!("{}\0{}", super::io_class(e), e).into_bytes()
             }
-        }
+            Err(_) => Vec::new(),
+        };
         let verdict = wc.bcast_bytes(0, &verdict)?;
-        let (theirs, verdict) = verdict.split_at(verdict.len().min(4));
         if !verdict.is_empty() {
-            let s = String::from_utf8_lossy(verdict);
+            let s = String::from_utf8_lossy(&verdict);
             let (class, msg) = s.split_once('\0').unwrap_or(("", &s));
             return Err(MpiError::invalid(
                 class.parse().unwrap_or(MPI_ERR_IO),
                 format!("{call}: {}: {msg}", path.display()),
             ));
         }
-        // The same amode on every rank, as MPI asks (a rank that differs would take
-        // other paths through later collective calls): a rank whose amode is not rank
-        // 0's fails every rank in the agreement below.
-        let same = if theirs == amode.to_le_bytes() {
-            Ok(())
-        } else {
-            let r0 = theirs.try_into().map_or(0, c_int::from_le_bytes);
-            Err(MpiError::invalid(
-                MPI_ERR_NOT_SAME,
-                format!("{call}: the ranks passed different amodes ({amode:#x} here, {r0:#x} on rank 0)"),
-            ))
-        };
-        let opened = same.and_then(|()| {
-            match first {
-                Ok(f) => Ok(f),
-                Err(_) => options(open_mode, false).open(&path),
-            }
-            .map_err(|e| io_error(call, &path, &e))
-        });
+        let opened = match first {
+            Ok(f) => Ok(f),
+            Err(_) => options(open_mode, false).open(&path),
+        }
+        .map_err(|e| io_error(call, &path, &e));
         // All have the file or all fail, in the class of the first rank that could not
         // open it.
         let f = super::agree_on(&wc, opened, call)?;
@@ -198,8 +194,7 @@ pub unsafe extern "C" fn MPI_File_open(
         } else {
             0
         };
-        let shared = crate::comm::world_of(&c.ctx, call)
-            .and_then(|w| SharedPointer::new(&w, &wc, start, call));
+        let shared = SharedPointer::new(&world, &wc, start, call);
         let group = wc.clone();
         // The file in the table on every rank, or on none (a rank without it would leave
         // the others waiting in their next collective call on it): one agreement on its

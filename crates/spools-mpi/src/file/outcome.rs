@@ -45,19 +45,47 @@ pub(crate) fn agree_on_min<T>(
     word: u32,
     call: &'static str,
 ) -> Result<(T, u32), MpiError> {
-    let flag = [
-        match &r {
-            Ok(_) => u32::MAX,
-            Err(_) => comm.rank(),
-        },
-        word,
-    ];
-    let mut first = [0u32; 2];
-    let agreed = comm.allreduce(&flag, &mut first, &Op::Min);
+    agree_on_words(comm, r, [word], call).map(|(v, [w])| (v, w))
+}
+
+/// [`agree_on`], with the least and the greatest `word` of every rank found in the same
+/// allreduce: where they differ, the ranks passed different words (an argument MPI asks
+/// to be the same everywhere), which every rank then knows.
+///
+/// # Errors
+/// As [`agree_on`].
+pub(crate) fn agree_on_range<T>(
+    comm: &Communicator,
+    r: Result<T, MpiError>,
+    word: u32,
+    call: &'static str,
+) -> Result<(T, [u32; 2]), MpiError> {
+    agree_on_words(comm, r, [word, !word], call).map(|(v, [lo, not_hi])| (v, [lo, !not_hi]))
+}
+
+/// [`agree_on`] with the least of each of `words` over every rank, in the same allreduce.
+fn agree_on_words<T, const N: usize>(
+    comm: &Communicator,
+    r: Result<T, MpiError>,
+    words: [u32; N],
+    call: &'static str,
+) -> Result<(T, [u32; N]), MpiError> {
+    let mut flag = [0u32; 4];
+    flag[0] = match &r {
+        Ok(_) => u32::MAX,
+        Err(_) => comm.rank(),
+    };
+    flag[1..=N].copy_from_slice(&words);
+    let mut first = [0u32; 4];
+    let agreed = comm.allreduce(&flag[..=N], &mut first[..=N], &Op::Min);
     let (r, first) = match (r, agreed) {
         (Err(e), Err(_)) => return Err(e),
         (Ok(_), Err(e)) => return Err(e.into()),
-        (Ok(v), Ok(())) if first[0] == u32::MAX => return Ok((v, first[1])),
+        (Ok(v), Ok(())) if first[0] == u32::MAX => {
+            let mut least = [0u32; N];
+            least.copy_from_slice(&first[1..=N]);
+            return Ok((v, least));
+        }
         (r, Ok(())) => (r, first[0]),
     };
     // The first failing rank tells the others its class and message.
