@@ -12,6 +12,13 @@
  *           ...), each checked against i (or the update's values with argv[3] "updated")
  *   badhint an unknown layout and a RAID-5 with no data unit: MPI_ERR_INFO_VALUE on
  *           every rank, nothing left behind
+ *   edit    a new set (argv[3]: its layout): blocks with holes between them written
+ *           by every rank and seen by every rank (size, bytes, zeros in the holes, a
+ *           short count at the end), sync, set_size down and up, writes in atomic
+ *           mode, close; the bytes that must be left are in the test
+ *   crash   elements 0..9 set to 7777 by rank 0, then close (the test makes rank 0
+ *           abort in the commit, before the manifest is replaced)
+ *   touch   open for writing and close (a plain file becomes a set)
  *   delete  MPI_File_delete of the set (rank 0) */
 #include <string.h>
 #include "check.h"
@@ -23,15 +30,17 @@
 
 static int rank, size;
 
-static MPI_File open_set(const char *path, int amode) {
+static MPI_File open_layout(const char *path, int amode, const char *layout) {
   MPI_Info info;
   MPI_File fh;
   OK(MPI_Info_create(&info));
-  OK(MPI_Info_set(info, "spools_layout", HINT));
+  OK(MPI_Info_set(info, "spools_layout", layout));
   OK(MPI_File_open(MPI_COMM_WORLD, path, amode, info, &fh));
   OK(MPI_Info_free(&info));
   return fh;
 }
+
+static MPI_File open_set(const char *path, int amode) { return open_layout(path, amode, HINT); }
 
 static int want(int i, int updated) { return updated && i < 10 ? -1 - i : i; }
 
@@ -124,16 +133,90 @@ static void badhint_step(const char *path) {
   }
 }
 
+/* Rank r's block in the edit step: 1000 bytes of r + 1 at r * 20000 + 5000. */
+#define BLOCK 1000
+#define AT(r) ((MPI_Offset)(r) * 20000 + 5000)
+
+static void check_size(MPI_File fh, MPI_Offset want_size, const char *when) {
+  MPI_Offset sz = -1;
+  OK(MPI_File_get_size(fh, &sz));
+  CHECK(sz == want_size, "size %lld %s, want %lld", (long long)sz, when, (long long)want_size);
+}
+
+static void edit_step(const char *path, const char *layout) {
+  MPI_File fh = open_layout(path, MPI_MODE_CREATE | MPI_MODE_RDWR, layout);
+  MPI_Status st;
+  check_size(fh, 0, "when new");
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  char mine[BLOCK];
+  memset(mine, rank + 1, BLOCK);
+  OK(MPI_File_write_at(fh, AT(rank), mine, BLOCK, MPI_BYTE, &st));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
+  MPI_Offset end = AT(size - 1) + BLOCK;
+  check_size(fh, end, "after every rank wrote");
+  /* Every rank sees every block, and zeros in the holes. */
+  char *all = malloc(end + 100);
+  OK(MPI_File_read_at(fh, 0, all, (int)end, MPI_BYTE, &st));
+  for (MPI_Offset i = 0; i < end; i++) {
+    int r = (int)(i / 20000);
+    char w = (i >= AT(r) && i < AT(r) + BLOCK) ? (char)(r + 1) : 0;
+    CHECK(all[i] == w, "byte %lld is %d, want %d", (long long)i, all[i], w);
+  }
+  int got = -1;
+  OK(MPI_File_read_at(fh, end - 10, all, 100, MPI_BYTE, &st));
+  OK(MPI_Get_count(&st, MPI_BYTE, &got));
+  CHECK(got == 10, "a read over the end gave %d bytes, want 10", got);
+  OK(MPI_File_sync(fh));
+  check_size(fh, end, "after sync");
+  /* Cut into the last block, then grow: the cut bytes come back as zeros. */
+  OK(MPI_File_set_size(fh, end - 500));
+  check_size(fh, end - 500, "after set_size down");
+  OK(MPI_File_read_at(fh, AT(size - 1), all, BLOCK, MPI_BYTE, &st));
+  OK(MPI_Get_count(&st, MPI_BYTE, &got));
+  CHECK(got == 500, "read %d bytes of the cut block, want 500", got);
+  OK(MPI_File_set_size(fh, end + 3000));
+  check_size(fh, end + 3000, "after set_size up");
+  OK(MPI_File_read_at(fh, end - 500, all, 3500, MPI_BYTE, &st));
+  for (int i = 0; i < 3500; i++) CHECK(all[i] == 0, "byte %lld after the regrowth is %d", (long long)(end - 500 + i), all[i]);
+  /* Atomic mode: each rank 4 bytes at the start of its hole, read back. */
+  OK(MPI_File_set_atomicity(fh, 1));
+  int tag = 0x01020304 * (rank + 1);
+  OK(MPI_File_write_at(fh, (MPI_Offset)rank * 20000, &tag, 1, MPI_INT, &st));
+  int back = 0;
+  OK(MPI_File_read_at(fh, (MPI_Offset)rank * 20000, &back, 1, MPI_INT, &st));
+  CHECK(back == tag, "atomic mode read back %#x, want %#x", back, tag);
+  OK(MPI_File_set_atomicity(fh, 0));
+  OK(MPI_File_close(&fh));
+  free(all);
+}
+
+static void crash_step(const char *path) {
+  MPI_File fh = open_set(path, MPI_MODE_RDWR);
+  MPI_Status st;
+  if (rank == 0) {
+    int v[10];
+    for (int i = 0; i < 10; i++) v[i] = 7777;
+    OK(MPI_File_write_at(fh, 0, v, 10, MPI_INT, &st));
+  }
+  OK(MPI_File_close(&fh));
+}
+
 int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|delete [updated]");
+  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|delete [updated|LAYOUT]");
   const char *step = argv[2];
   if (strcmp(step, "write") == 0) write_step(argv[1]);
   else if (strcmp(step, "update") == 0) update_step(argv[1]);
   else if (strcmp(step, "read") == 0) read_step(argv[1], argc > 3 && strcmp(argv[3], "updated") == 0);
   else if (strcmp(step, "badhint") == 0) badhint_step(argv[1]);
+  else if (strcmp(step, "edit") == 0) edit_step(argv[1], argc > 3 ? argv[3] : HINT);
+  else if (strcmp(step, "crash") == 0) crash_step(argv[1]);
+  else if (strcmp(step, "touch") == 0) {
+    MPI_File fh = open_set(argv[1], MPI_MODE_RDWR);
+    OK(MPI_File_close(&fh));
+  }
   else if (strcmp(step, "delete") == 0) {
     if (rank == 0) OK(MPI_File_delete(argv[1], MPI_INFO_NULL));
   } else CHECK(0, "unknown step %s", step);

@@ -45,6 +45,7 @@
 
 mod canonical;
 mod detect;
+mod draft;
 mod hdf5;
 mod manifest;
 mod npy;
@@ -74,6 +75,7 @@ use crate::error::FileError;
 
 use crate::error::NpyError;
 use canonical::{OneFileStorage, RawFile};
+pub use draft::{Draft, CRASH_AT};
 use hdf5::file_format::Hdf5File;
 pub use hdf5::Hdf5Dataset;
 pub use manifest::{Manifest, UnitEntry, MANIFEST_FORMAT};

@@ -22,7 +22,7 @@ use crate::file::steps::{
 use crate::file::sys;
 
 /// Stripe rows per aggregator, and aggregators, for `ranks` ranks.
-fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
+pub(super) fn split_rows(geo: &Geometry, ranks: u32) -> (u64, u32) {
     let rows = geo.rows().max(1);
     let per = rows.div_ceil(u64::from(ranks.max(1)));
     (per, rows.div_ceil(per) as u32)
@@ -66,7 +66,7 @@ fn row_rounds(
 /// directory and an absolute one must lie inside it (a manifest names only plain relative
 /// paths; to put units on other disks, link the disks' directories into the manifest's
 /// directory).
-fn unit_paths(path: &Path, s: &Striping, slot: u64) -> Result<Vec<String>, FileError> {
+pub(super) fn unit_paths(path: &Path, s: &Striping, slot: u64) -> Result<Vec<String>, FileError> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -39,6 +39,17 @@ pub(crate) fn open_unit_write(path: &Path) -> Result<File, FileError> {
     open_write_nofollow(path, "open unit file for writing")
 }
 
+/// Opens the existing unit file `path` for reading and writing, without following a
+/// symlink.
+pub(crate) fn open_unit_read_write(path: &Path) -> Result<File, FileError> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|e| FileError::io("open unit file for writing", path, e))
+}
+
 /// Opens the unit file `path` for reading, without following a symlink at `path`.
 pub(crate) fn open_unit_read(path: &Path) -> Result<File, FileError> {
     OpenOptions::new()

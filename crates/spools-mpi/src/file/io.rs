@@ -2,36 +2,37 @@
 //! advisory lock of the whole file in atomic mode (`MPI_File_set_atomicity`: shared for
 //! reads, exclusive for writes, between the processes that opened it).
 
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::FileExt;
+use std::os::fd::RawFd;
 
 use crate::env::error::MpiError;
 use crate::file::view::FileRun;
-use crate::file::{io_error, FileObj};
+use crate::file::FileObj;
 
 /// Holds the file's advisory lock while it lives (atomic mode).
-struct Flock<'a>(Option<&'a std::fs::File>);
+struct Flock<'a>(Option<RawFd>, std::marker::PhantomData<&'a FileObj>);
 
 impl<'a> Flock<'a> {
     fn take(f: &'a FileObj, exclusive: bool) -> Flock<'a> {
-        if !f.atomic.load(std::sync::atomic::Ordering::Relaxed) {
-            return Flock(None);
-        }
+        let fd = match f.file.lock_fd() {
+            Some(fd) if f.atomic.load(std::sync::atomic::Ordering::Relaxed) => fd,
+            _ => return Flock(None, std::marker::PhantomData),
+        };
         let op = if exclusive {
             libc::LOCK_EX
         } else {
             libc::LOCK_SH
         };
         loop {
-            // SAFETY: a valid descriptor of an open file; flock only takes a lock.
-            let rc = unsafe { libc::flock(f.file.as_raw_fd(), op) };
+            // SAFETY: a descriptor of a file the open file holds for its life (`'a`);
+            // flock only takes a lock.
+            let rc = unsafe { libc::flock(fd, op) };
             if rc == 0 {
-                return Flock(Some(&f.file));
+                return Flock(Some(fd), std::marker::PhantomData);
             }
             // Interrupted: take it again. Any other failure (a file system without
             // locks) leaves the access unlocked, as in non-atomic mode.
             if std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                return Flock(None);
+                return Flock(None, std::marker::PhantomData);
             }
         }
     }
@@ -39,9 +40,9 @@ impl<'a> Flock<'a> {
 
 impl Drop for Flock<'_> {
     fn drop(&mut self) {
-        if let Some(file) = self.0 {
+        if let Some(fd) = self.0 {
             // SAFETY: as in `take`.
-            unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+            unsafe { libc::flock(fd, libc::LOCK_UN) };
         }
     }
 }
@@ -59,9 +60,7 @@ pub(crate) fn write(
     let _lock = Flock::take(f, true);
     let mut at = 0usize;
     for &(off, len) in runs {
-        f.file
-            .write_all_at(&data[at..at + len], off)
-            .map_err(|e| io_error(call, &f.path, &e))?;
+        f.file.write_at(&data[at..at + len], off, call, &f.path)?;
         at += len;
     }
     Ok(())
@@ -80,17 +79,9 @@ pub(crate) fn read(
     let _lock = Flock::take(f, false);
     let mut at = 0usize;
     for &(off, len) in runs {
-        let mut got = 0usize;
-        while got < len {
-            match f
-                .file
-                .read_at(&mut out[at + got..at + len], off + got as u64)
-            {
-                Ok(0) => return Ok(at + got),
-                Ok(n) => got += n,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(io_error(call, &f.path, &e)),
-            }
+        let got = f.file.read_at(&mut out[at..at + len], off, call, &f.path)?;
+        if got < len {
+            return Ok(at + got);
         }
         at += len;
     }

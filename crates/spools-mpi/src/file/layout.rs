@@ -395,9 +395,19 @@ pub(crate) fn write(
         coll_buffer: buffer(f),
         ..WriteOptions::default()
     };
-    spools_io::file::write_into(&f.comm, &f.file, &f.path, w.base, data, layout, &opts)
+    let file = f.file.plain().ok_or_else(|| one_file_only(call))?;
+    spools_io::file::write_into(&f.comm, file, &f.path, w.base, data, layout, &opts)
         .map(|_| ())
         .map_err(|e| mpi_error(e, call))
+}
+
+/// The error of a whole-array access to a file that is no one plain file (transfer.rs
+/// sends a striped set's accesses by their runs instead).
+fn one_file_only(call: &'static str) -> MpiError {
+    MpiError::invalid(
+        MPI_ERR_INTERN,
+        format!("{call}: a whole-array access of a file that is not one plain file"),
+    )
 }
 
 /// Reads this rank's part of the group's array `w` into `out`.
@@ -417,7 +427,8 @@ pub(crate) fn read(
         coll_buffer: buffer(f),
         ..ReadOptions::default()
     };
-    spools_io::file::read_from(&f.comm, &f.file, &f.path, w.base, out, layout, &opts)
+    let file = f.file.plain().ok_or_else(|| one_file_only(call))?;
+    spools_io::file::read_from(&f.comm, file, &f.path, w.base, out, layout, &opts)
         .map(|_| ())
         .map_err(|e| mpi_error(e, call))
 }

@@ -4,15 +4,16 @@
 //! - `open.rs`: opening (collective; rank 0 creates), closing, deleting, sizes, sync,
 //!   atomicity, amode, group, info and error handlers.
 //! - `view.rs`: views; `io.rs`: the byte runs of an access read or written with
-//!   positioned I/O, one call per run; `access.rs`: every read and write call
+//!   positioned I/O, one call per run, in the file's `backing.rs` (a plain file or a
+//!   striped set's unit files); `access.rs`: every read and write call
 //!   (explicit offsets, individual and shared pointers, collective, ordered,
 //!   non-blocking, split); `pointer.rs`: the shared file pointer, a word in shared
 //!   memory; `twophase.rs`: collective accesses of short runs through aggregators;
 //!   `deferred.rs`: non-blocking collective accesses, moved at once and their outcome
 //!   agreed by a non-blocking collective;
 //!   `position.rs`: views and pointers (`set_view`, `seek`, ...); `raid.rs`: the
-//!   `spools_layout` hint (the file kept as a RAID-5 or RAID-0 set, committed at sync and
-//!   close).
+//!   `spools_layout` hint (the file kept as a RAID-5 or RAID-0 set whose unit files every
+//!   rank reads and writes in place, a new version committed at sync and close).
 //!
 //! Every access is done when its call returns (independent non-blocking ones give a
 //! complete request); a non-blocking collective one has moved this rank's bytes too,
@@ -22,6 +23,7 @@
 //! rank (a full disk) is an error on every rank, in the failing rank's MPI class.
 
 pub(crate) mod access;
+mod backing;
 pub(crate) mod datarep;
 pub(crate) mod deferred;
 mod io;
@@ -56,7 +58,7 @@ pub(crate) use view::View;
 
 /// An open file.
 pub(crate) struct FileObj {
-    pub(crate) file: std::fs::File,
+    pub(crate) file: backing::Backing,
     pub(crate) path: std::path::PathBuf,
     /// A private duplicate of the communicator the file was opened on.
     pub(crate) comm: Communicator,
@@ -77,9 +79,6 @@ pub(crate) struct FileObj {
     pub(crate) errhandler: AtomicUsize,
     /// The status a split collective's begin left for its end.
     pub(crate) split: Mutex<Option<MPI_Status>>,
-    /// With the `spools_layout` hint, the striped set that `file` (its working file,
-    /// at `path`) is committed to at sync and close.
-    pub(crate) raid: Option<raid::Set>,
     /// Non-blocking collective accesses whose outcome is not settled yet, oldest first.
     pub(crate) deferred: queue::Queue,
 }

@@ -1,22 +1,25 @@
 //! Opening and closing files and what an open file carries: `MPI_File_open` (collective:
-//! rank 0 creates, then every rank opens; with the `spools_layout` hint, rank 0 makes the
-//! working file of a striped set, raid.rs), `close`, `delete`, `set_size`,
+//! rank 0 creates, then every rank opens; with the `spools_layout` hint, a striped set
+//! opened in place, raid.rs), `close`, `delete`, `set_size`,
 //! `preallocate`, `get_size`, `sync`, atomicity, amode, group, info and error
 //! handlers.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::abi::*;
 use crate::comm::comm;
 use crate::env::error::{valid_errhandler, MpiError, ERRHANDLERS};
+use crate::file::backing::Backing;
 use crate::file::pointer::SharedPointer;
 use crate::file::raid;
 use crate::file::{file, io_error, on_file, raise_file, FileObj, View, DEFAULT_HANDLER, FILES};
 use crate::out::out;
+use spools::Communicator;
 
 /// A file's communicator runs this many collectives through the messages before it sets
 /// up a shared-memory segment (`Communicator::defer_shared_memory`): an open, a few
@@ -88,6 +91,52 @@ fn options(amode: c_int, create: bool) -> std::fs::OpenOptions {
     o
 }
 
+/// Opens the plain file at `path` on every rank of `wc` (collective): rank 0 creates it
+/// (so that `MPI_MODE_EXCL` fails once, for everyone), the others open what it made.
+///
+/// # Errors
+/// On every rank, in the class of rank 0's failure or the first rank that could not open
+/// the file.
+fn open_plain(
+    wc: &Communicator,
+    path: &Path,
+    amode: c_int,
+    call: &'static str,
+) -> Result<std::fs::File, MpiError> {
+    let first = if wc.rank() == 0 {
+        let f = options(amode, amode & MPI_MODE_CREATE != 0).open(path);
+        // The data are about to change: an old checksum sidecar would be stale (a new
+        // one is written at close with the `spools_checksums` hint).
+        if f.is_ok() && amode & MPI_MODE_RDONLY == 0 {
+            let _ = std::fs::remove_file(spools_io::file::sidecar_path(path));
+        }
+        f
+    } else {
+        Err(std::io::Error::other("not opened yet"))
+    };
+    let verdict = match &first {
+        Err(e) if wc.rank() == 0 => format!("{}\0{}", super::io_class(e), e).into_bytes(),
+        _ => Vec::new(),
+    };
+    let verdict = wc.bcast_bytes(0, &verdict)?;
+    if !verdict.is_empty() {
+        let s = String::from_utf8_lossy(&verdict);
+        let (class, msg) = s.split_once('\0').unwrap_or(("", &s));
+        return Err(MpiError::invalid(
+            class.parse().unwrap_or(MPI_ERR_IO),
+            format!("{call}: {}: {msg}", path.display()),
+        ));
+    }
+    let opened = match first {
+        Ok(f) => Ok(f),
+        Err(_) => options(amode, false).open(path),
+    }
+    .map_err(|e| io_error(call, path, &e));
+    // All have the file or all fail, in the class of the first rank that could not open
+    // it.
+    super::agree_on(wc, opened, call)
+}
+
 /// `MPI_File_open` (collective).
 #[no_mangle]
 pub unsafe extern "C" fn MPI_File_open(
@@ -138,57 +187,16 @@ pub unsafe extern "C" fn MPI_File_open(
                 format!("{call}: the ranks passed different amodes ({amode:#x} here; from {lo:#x} to {hi:#x})"),
             ));
         }
-        // With the `spools_layout` hint the program's accesses go to a working file that
-        // rank 0 has made from the set (raid.rs); it is opened for reading too, since
-        // the commits read it back.
-        let raid = raid::agree_hint(&wc, &info_entries, &path, call)?;
-        let (path, open_mode) = match &raid {
-            Some(set) => (
-                raid::prepare(&wc, set, amode, call)?,
-                amode & !(MPI_MODE_RDONLY | MPI_MODE_WRONLY) | MPI_MODE_RDWR,
-            ),
-            None => (path, amode),
-        };
-        // Rank 0 creates (so that MPI_MODE_EXCL fails once, for everyone); the others
-        // open what it made.
-        let first = if raid.is_some() {
-            Err(std::io::Error::other("made by rank 0"))
-        } else if wc.rank() == 0 {
-            let f = options(amode, amode & MPI_MODE_CREATE != 0).open(&path);
-            // The data are about to change: an old checksum sidecar would be stale (a
-            // new one is written at close with the `spools_checksums` hint).
-            if f.is_ok() && amode & MPI_MODE_RDONLY == 0 {
-                let _ = std::fs::remove_file(spools_io::file::sidecar_path(&path));
+        // With the `spools_layout` hint every rank reads and writes a striped set in place
+        // (raid.rs).
+        let striping = raid::agree_hint(&wc, &info_entries, call)?;
+        let f = match &striping {
+            Some(striping) => {
+                Backing::Set(Box::new(raid::open(&wc, &path, striping, amode, call)?))
             }
-            f
-        } else {
-            Err(std::io::Error::other("not opened yet"))
+            None => Backing::Plain(open_plain(&wc, &path, amode, call)?),
         };
-        let verdict = match &first {
-            Ok(_) => Vec::new(),
-            Err(e) if wc.rank() == 0 && raid.is_none() => {
-                format!("{}\0{}", super::io_class(e), e).into_bytes()
-            }
-            Err(_) => Vec::new(),
-        };
-        let verdict = wc.bcast_bytes(0, &verdict)?;
-        if !verdict.is_empty() {
-            let s = String::from_utf8_lossy(&verdict);
-            let (class, msg) = s.split_once('\0').unwrap_or(("", &s));
-            return Err(MpiError::invalid(
-                class.parse().unwrap_or(MPI_ERR_IO),
-                format!("{call}: {}: {msg}", path.display()),
-            ));
-        }
-        let opened = match first {
-            Ok(f) => Ok(f),
-            Err(_) => options(open_mode, false).open(&path),
-        }
-        .map_err(|e| io_error(call, &path, &e));
-        // All have the file or all fail, in the class of the first rank that could not
-        // open it.
-        let f = super::agree_on(&wc, opened, call)?;
-        let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let size = f.len(call, &path).unwrap_or(0);
         let start = if amode & MPI_MODE_APPEND != 0 {
             size
         } else {
@@ -214,7 +222,6 @@ pub unsafe extern "C" fn MPI_File_open(
                 cb_hints: Mutex::new(None),
                 errhandler: AtomicUsize::new(DEFAULT_HANDLER.load(Ordering::Relaxed)),
                 split: Mutex::new(None),
-                raid,
                 deferred: Default::default(),
             };
             FILES
@@ -270,30 +277,30 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
         let mut all = vec![0u8; mine.len() * f.comm.size() as usize];
         f.comm.allgather(&mine, &mut all)?;
         let keep = all[0] == 1;
-        if let Some(set) = f.raid.as_ref().filter(|_| keep) {
-            raid::commit(&f.comm, set, &f.file, &f.path, call)?;
+        let set = f.file.set();
+        if let Some(set) = set.filter(|_| keep) {
+            raid::commit(&f.comm, set, false, &f.path, call)?;
         }
-        let sums = keep && f.raid.is_none() && all[1] == 1;
+        let sums = keep && set.is_none() && all[1] == 1;
         if sums {
             let r = spools_io::file::write_sidecar(&f.comm, &f.path).map_err(|e| {
                 MpiError::invalid(MPI_ERR_IO, format!("{call}: the checksum sidecar: {e}"))
             });
             f.agree(r, call)?;
         }
-        if f.raid.is_some() || sums {
-            // The set's commit and the sidecar end on every rank before rank 0 removes
-            // the working file.
+        if sums {
+            // The sidecar ends on every rank before rank 0 may remove the file.
             f.comm.barrier()?;
         }
-        if f.comm.rank() == 0 {
-            if f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
-                let _ = std::fs::remove_file(&f.path);
-                if let Some(set) = &f.raid {
-                    let _ = raid::remove_set(&set.path, call);
+        if f.comm.rank() == 0 && f.amode & MPI_MODE_DELETE_ON_CLOSE != 0 {
+            match set {
+                Some(set) => {
+                    set.discard();
+                    let _ = raid::remove_set(&f.path, call);
                 }
-            } else if f.raid.is_some() {
-                // The working file; the set holds the data.
-                let _ = std::fs::remove_file(&f.path);
+                None => {
+                    let _ = std::fs::remove_file(&f.path);
+                }
             }
         }
         FILES.remove(h);
@@ -350,7 +357,7 @@ pub unsafe extern "C" fn MPI_File_set_size(fh: MPI_File, size: MPI_Offset) -> c_
         // Agreed, as the change is: a rank that may not write fails every rank.
         let mine = f.may(false, call).and_then(|()| {
             if f.comm.rank() == 0 {
-                f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
+                f.file.set_len(n, call, &f.path)
             } else {
                 Ok(())
             }
@@ -377,15 +384,21 @@ pub unsafe extern "C" fn MPI_File_preallocate(fh: MPI_File, size: MPI_Offset) ->
         let mine = if may.is_err() {
             may
         } else if f.comm.rank() == 0 && n > 0 {
-            // SAFETY: a valid descriptor; posix_fallocate only allocates.
-            let rc = unsafe { libc::posix_fallocate(f.file.as_raw_fd(), 0, n as libc::off_t) };
+            // A striped set is extended (its unit files' blocks are allocated as written).
+            let rc = match f.file.plain() {
+                // SAFETY: a valid descriptor; posix_fallocate only allocates.
+                Some(file) => unsafe {
+                    libc::posix_fallocate(file.as_raw_fd(), 0, n as libc::off_t)
+                },
+                None => libc::EOPNOTSUPP,
+            };
             match rc {
                 0 => Ok(()),
                 // A file system without fallocate: extend the file instead.
                 libc::EOPNOTSUPP | libc::EINVAL => {
-                    let len = f.file.metadata().map(|m| m.len()).unwrap_or(0);
+                    let len = f.file.len(call, &f.path).unwrap_or(0);
                     if len < n {
-                        f.file.set_len(n).map_err(|e| io_error(call, &f.path, &e))
+                        f.file.set_len(n, call, &f.path)
                     } else {
                         Ok(())
                     }
@@ -410,11 +423,7 @@ pub unsafe extern "C" fn MPI_File_get_size(fh: MPI_File, size: *mut MPI_Offset) 
     let call = "MPI_File_get_size";
     let r = (|| {
         let f = file(fh, call)?;
-        let n = f
-            .file
-            .metadata()
-            .map_err(|e| io_error(call, &f.path, &e))?
-            .len();
+        let n = f.file.len(call, &f.path)?;
         // SAFETY: the caller's contract.
         unsafe { out(size, n as MPI_Offset, call) }
     })();
@@ -432,12 +441,12 @@ pub unsafe extern "C" fn MPI_File_sync(fh: MPI_File) -> c_int {
         let mine = if f.amode & MPI_MODE_RDONLY != 0 {
             Ok(())
         } else {
-            f.file.sync_data().map_err(|e| io_error(call, &f.path, &e))
+            f.file.sync_data(call, &f.path)
         };
         f.agree(mine, call)?;
         // A set commits a new version: what the group wrote is durable in it.
-        match f.raid.as_ref().filter(|_| f.amode & MPI_MODE_RDONLY == 0) {
-            Some(set) => raid::commit(&f.comm, set, &f.file, &f.path, call),
+        match f.file.set().filter(|_| f.amode & MPI_MODE_RDONLY == 0) {
+            Some(set) => raid::commit(&f.comm, set, true, &f.path, call),
             None => Ok(()),
         }
     })();

@@ -136,11 +136,7 @@ pub unsafe extern "C" fn MPI_File_get_view(
 
 /// The etypes of the view before the end of the file.
 fn end_in_etypes(f: &FileObj, v: &View, call: &'static str) -> Result<u64, MpiError> {
-    let len = f
-        .file
-        .metadata()
-        .map_err(|e| crate::file::io_error(call, &f.path, &e))?
-        .len();
+    let len = f.file.len(call, &f.path)?;
     Ok(v.data_before(len) / v.etype.size as u64)
 }
 

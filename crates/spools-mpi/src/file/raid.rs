@@ -3,49 +3,30 @@
 //! manifest at the file's name, every block checksummed, that `spools fsck` verifies and
 //! `spools repair` rebuilds from parity.
 //!
-//! While the file is open, the program's accesses go to a working file beside the set
-//! (`.NAME.spools-open`), so every MPI-IO call behaves as on a plain file. The set is
-//! committed from it, as a new version written by the whole group through
-//! `spools_io`'s striped writer (aggregators own whole stripe rows, compute parity and
-//! block checksums, the manifest is replaced last), at `MPI_File_sync` and
-//! `MPI_File_close`; a crash in between leaves the previous version whole. Opening an
-//! existing set starts the working file from its byte stream (every block verified,
-//! damaged or missing blocks rebuilt from parity); opening a plain file with the hint
-//! starts it from the file, which the first commit replaces by a set.
+//! Every rank reads and writes the set's unit files in place (`spools_io::file::Draft`,
+//! behind the open file's `Backing`): opened for writing, the next version's unit files,
+//! which start as the current version (each rank copies its share of the rows, every
+//! block verified, a damaged one rebuilt from parity); opened read-only, the current
+//! version, verified as it is read. `MPI_File_sync` and `MPI_File_close` commit the next
+//! version: parity and block checksums by each rank for its share of the rows, the unit
+//! files made durable, the manifest replaced last, so a crash in between leaves the
+//! previous version whole. Opening a plain file with the hint starts the next version
+//! from its bytes; the first commit replaces it by a set.
 
 use std::ffi::c_int;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use spools::Communicator;
 use spools_io::file::tools::{self, Opened};
-use spools_io::file::{Format, Striping, WriteOptions};
-use spools_map::Layout;
+use spools_io::file::{Draft, Format, Striping};
 
 use crate::abi::*;
 use crate::env::error::MpiError;
+use crate::file::backing::set_error;
 use crate::file::io_error;
 
 /// The hint's key.
 pub(crate) const HINT: &str = "spools_layout";
-
-/// A file kept as a striped set.
-#[derive(Debug, Clone)]
-pub(crate) struct Set {
-    /// The set's path (its manifest): the name the program opened.
-    pub(crate) path: PathBuf,
-    /// The layout of its units.
-    pub(crate) striping: Striping,
-}
-
-/// The working file of the set at `path`: `.NAME.spools-open` in the same directory.
-pub(crate) fn work_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "file".into());
-    path.with_file_name(format!(".{name}.spools-open"))
-}
 
 /// The group's `spools_layout` hint (rank 0's decides, as hints may differ between
 /// ranks): `None` without it. Collective over `wc`.
@@ -56,9 +37,8 @@ pub(crate) fn work_path(path: &Path) -> PathBuf {
 pub(crate) fn agree_hint(
     wc: &Communicator,
     entries: &[(String, String)],
-    path: &Path,
     call: &'static str,
-) -> Result<Option<Set>, MpiError> {
+) -> Result<Option<Striping>, MpiError> {
     let mine = entries
         .iter()
         .find(|(k, _)| k == HINT)
@@ -76,10 +56,7 @@ pub(crate) fn agree_hint(
         )
     };
     match Format::parse(value.trim(), Vec::new(), false) {
-        Ok(Format::Striped(striping)) => Ok(Some(Set {
-            path: path.to_path_buf(),
-            striping,
-        })),
+        Ok(Format::Striped(striping)) => Ok(Some(striping)),
         Ok(_) => Err(bad("not a striped layout".into())),
         Err(e) => Err(bad(e.to_string())),
     }
@@ -111,31 +88,30 @@ fn decided_by_rank0(
     ))
 }
 
-/// Makes the working file of `set` (collective): rank 0 fills it from what the set's
-/// path holds (a set: its verified byte stream, blocks rebuilt from parity where
-/// damaged; a plain file: a copy; nothing: empty, with `MPI_MODE_CREATE`). Gives the
-/// working file's path.
+/// Opens the set at `path` with `striping` for the group (collective): for writing
+/// unless `amode` is read-only, starting from what `path` holds (a set, a plain file, or
+/// nothing with `MPI_MODE_CREATE`).
 ///
 /// # Errors
 /// On every rank: `MPI_ERR_FILE_EXISTS` with `MPI_MODE_EXCL` for an existing file,
 /// `MPI_ERR_NO_SUCH_FILE` for a missing one without `MPI_MODE_CREATE`, `MPI_ERR_BAD_FILE`
 /// for a Zarr array, `MPI_ERR_IO` for a set that cannot be read (damage beyond parity,
 /// a manifest that does not parse), a file system's error by its class.
-pub(crate) fn prepare(
+pub(crate) fn open(
     wc: &Communicator,
-    set: &Set,
+    path: &Path,
+    striping: &Striping,
     amode: c_int,
     call: &'static str,
-) -> Result<PathBuf, MpiError> {
-    let work = work_path(&set.path);
-    let mine = (wc.rank() == 0).then(|| fill(set, &work, amode, call));
-    decided_by_rank0(wc, mine, call, &set.path)?;
-    Ok(work)
+) -> Result<Draft, MpiError> {
+    let mine = (wc.rank() == 0).then(|| check(path, amode, call));
+    decided_by_rank0(wc, mine, call, path)?;
+    Draft::open(wc, path, striping, amode & MPI_MODE_RDONLY == 0)
+        .map_err(|e| set_error(&e, call, path))
 }
 
-/// Rank 0's part of [`prepare`].
-fn fill(set: &Set, work: &Path, amode: c_int, call: &'static str) -> Result<(), MpiError> {
-    let path = &set.path;
+/// Rank 0's checks of what `path` holds against `amode`.
+fn check(path: &Path, amode: c_int, call: &'static str) -> Result<(), MpiError> {
     let exists = match path.symlink_metadata() {
         Ok(_) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
@@ -153,118 +129,33 @@ fn fill(set: &Set, work: &Path, amode: c_int, call: &'static str) -> Result<(), 
             format!("{call}: {}: no such file", path.display()),
         ));
     }
-    let mut out = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o644)
-        .open(work)
-        .map_err(|e| io_error(call, work, &e))?;
-    if !exists {
-        return Ok(());
-    }
-    let set_error = |e: spools_io::FileError| {
-        MpiError::invalid(
-            MPI_ERR_IO,
-            format!("{call}: the striped set {}: {e}", path.display()),
-        )
-    };
-    match tools::open(path).map_err(set_error)? {
-        Opened::Striped(_) => {
-            tools::cat(path, &mut out, &mut |_, _| {}).map_err(set_error)?;
-        }
-        Opened::Plain { .. } => {
-            std::fs::copy(path, work).map_err(|e| io_error(call, path, &e))?;
-        }
-        Opened::Zarr(_) => {
-            return Err(MpiError::invalid(
-                MPI_ERR_BAD_FILE,
-                format!(
-                    "{call}: {}: a Zarr array, not a file an MPI program can open",
-                    path.display()
-                ),
-            ))
-        }
+    if exists && matches!(tools::open(path), Ok(Opened::Zarr(_))) {
+        return Err(MpiError::invalid(
+            MPI_ERR_BAD_FILE,
+            format!(
+                "{call}: {}: a Zarr array, not a file an MPI program can open",
+                path.display()
+            ),
+        ));
     }
     Ok(())
 }
 
-/// Commits the working file `file` as a new version of `set` (collective over `comm`):
-/// each rank reads its block of the working file and the group writes the set through
-/// `spools_io`'s striped writer, durable before it returns. An empty working file leaves
-/// an empty plain file at the set's path (a set holds at least one byte).
+/// Commits what the group wrote to `set` as its next version (collective over `comm`),
+/// keeping it open for writing with `reopen`.
 ///
 /// # Errors
-/// On every rank: a read of the working file by its class, the striped writer's error
-/// (a full disk, a dead rank) as `MPI_ERR_IO`.
+/// On every rank: the file system's errors by class (a full disk), a failed peer.
 pub(crate) fn commit(
     comm: &Communicator,
-    set: &Set,
-    file: &std::fs::File,
-    work: &Path,
+    set: &Draft,
+    reopen: bool,
+    path: &Path,
     call: &'static str,
 ) -> Result<(), MpiError> {
-    let len = if comm.rank() == 0 {
-        file.metadata().map(|m| m.len()).unwrap_or(0)
-    } else {
-        0
-    };
-    let len = comm.bcast_bytes(0, &len.to_le_bytes())?;
-    let len = u64::from_le_bytes(len.as_slice().try_into().unwrap_or_default());
-    if len == 0 {
-        let mine = (comm.rank() == 0).then(|| {
-            remove_set(&set.path, call)?;
-            std::fs::File::create(&set.path)
-                .map(drop)
-                .map_err(|e| io_error(call, &set.path, &e))
-        });
-        return decided_by_rank0(comm, mine, call, &set.path);
-    }
-    let layout: Layout = format!("u8[{len}] block on {}", comm.size())
-        .parse()
-        .map_err(|e| MpiError::invalid(MPI_ERR_INTERN, format!("{call}: {e}")))?;
-    let share = read_share(file, work, &layout, comm.rank(), call);
-    let share = super::agree_on(comm, share, call)?;
-    let opts = WriteOptions {
-        format: Format::Striped(set.striping.clone()),
-        sync: true,
-        ..WriteOptions::default()
-    };
-    spools_io::file::write(comm, &set.path, &share, &layout, &opts)
+    set.commit(comm, reopen)
         .map(drop)
-        .map_err(|e| {
-            MpiError::invalid(
-                super::outcome::file_class(&e),
-                format!("{call}: the striped set {}: {e}", set.path.display()),
-            )
-        })
-}
-
-/// This rank's block of the working file.
-fn read_share(
-    file: &std::fs::File,
-    work: &Path,
-    layout: &Layout,
-    rank: u32,
-    call: &'static str,
-) -> Result<Vec<u8>, MpiError> {
-    let intern =
-        |e: spools_map::LayoutError| MpiError::invalid(MPI_ERR_INTERN, format!("{call}: {e}"));
-    let n = layout.local_bytes(u64::from(rank)).map_err(intern)?;
-    let mut share = vec![
-        0u8;
-        usize::try_from(n).map_err(|_| MpiError::invalid(
-            MPI_ERR_NO_MEM,
-            format!("{call}: a share of {n} bytes")
-        ))?
-    ];
-    for x in layout.extents(u64::from(rank)).map_err(intern)? {
-        let (lo, hi) = (x.local as usize, (x.local + x.len) as usize);
-        file.read_exact_at(&mut share[lo..hi], x.global)
-            .map_err(|e| io_error(call, work, &e))?;
-    }
-    Ok(share)
+        .map_err(|e| set_error(&e, call, path))
 }
 
 /// Removes the striped set at `path`: both slots' unit files, then the manifest. A path
@@ -300,11 +191,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_working_file_is_hidden_beside_the_set() {
+    fn rank_0s_checks_follow_the_amode() {
+        let dir = std::env::temp_dir().join(format!("spools-raid-check-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let p = dir.join("x");
+        let class = |r: Result<(), MpiError>| r.err().map(|e| e.class());
         assert_eq!(
-            work_path(Path::new("/d/out.dat")),
-            Path::new("/d/.out.dat.spools-open")
+            class(check(&p, MPI_MODE_RDWR, "t")),
+            Some(MPI_ERR_NO_SUCH_FILE)
         );
-        assert_eq!(work_path(Path::new("a")), Path::new(".a.spools-open"));
+        assert_eq!(class(check(&p, MPI_MODE_RDWR | MPI_MODE_CREATE, "t")), None);
+        let _ = std::fs::write(&p, b"1");
+        assert_eq!(
+            class(check(
+                &p,
+                MPI_MODE_RDWR | MPI_MODE_CREATE | MPI_MODE_EXCL,
+                "t"
+            )),
+            Some(MPI_ERR_FILE_EXISTS)
+        );
+        assert_eq!(class(check(&p, MPI_MODE_RDONLY, "t")), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -217,13 +217,18 @@ fn prepare(
         }
     };
     let atomic = f.atomic.load(std::sync::atomic::Ordering::Relaxed);
-    let whole = if coll && !atomic && matches!(place, Place::At(_) | Place::Own) {
+    // A striped set (raid.rs) is no one file for the array engine: its runs' path.
+    let whole = if coll
+        && !atomic
+        && f.file.plain().is_some()
+        && matches!(place, Place::At(_) | Place::Own)
+    {
         let group = (f.comm.rank(), f.comm.size());
         Whole::of(&view, start * es, bytes as u64, group).map(|mut w| {
             // A read takes this path only where the file holds the whole array (a short
             // read is the runs' path's to count): its length, looked up only here.
             if dir == Dir::Read {
-                w.file_len = Some(f.file.metadata().map_or(0, |m| m.len()));
+                w.file_len = Some(f.file.len(call, &f.path).unwrap_or(0));
             }
             w
         })
