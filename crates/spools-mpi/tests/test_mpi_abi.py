@@ -571,6 +571,21 @@ def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(
     assert cat.returncode == 0 and cat.stdout == struct.pack("<%di" % n, *want), cat.stderr
     job = spools_run(3, exe, str(data), "read", "updated")
     assert job.out.splitlines() == ["ok io_raid read 3 ranks"], job
+    # A block damaged in place: opened for writing, the set's next version is filled
+    # with the block rebuilt from parity, and commits clean.
+    m = manifest()
+    unit = data.parent / m["units"][2]["path"]
+    raw = bytearray(unit.read_bytes())
+    raw[5000] ^= 0xFF
+    unit.write_bytes(raw)
+    assert tool("fsck", str(data)).returncode != 0
+    job = spools_run(2, exe, str(data), "update")
+    assert job.out.splitlines() == ["ok io_raid update 2 ranks"], job
+    assert manifest()["version"] == m["version"] + 1
+    fsck = tool("fsck", str(data))
+    assert fsck.returncode == 0 and b"all checksums and parity good" in fsck.stdout, fsck
+    cat = tool("cat", str(data))
+    assert cat.returncode == 0 and cat.stdout == struct.pack("<%di" % n, *want), cat.stderr
     # Hints that are not striped layouts fail on every rank and make nothing.
     other = tmp_path / "b.dat"
     job = spools_run(2, exe, str(other), "badhint")

@@ -1,0 +1,316 @@
+//! A striped set (RAID-0 / RAID-5) open for direct access by every rank of a parallel
+//! program, as MPI-IO's `spools_layout` hint keeps a file: reads and writes go straight
+//! to unit files, with no working copy of the file.
+//!
+//! A set opened for writing gets the unit files of its next version (the slot the
+//! manifest does not name), filled from the current version in parallel (each rank its
+//! share of the stripe rows, every block verified and a damaged one rebuilt from parity
+//! as it is copied). The program's writes land in those unit files, in data blocks only;
+//! the stream's length is what the unit files' lengths say ([`Map::end_from`]), so every
+//! rank sees every rank's writes and extensions as on a plain file. A commit computes
+//! parity and block checksums row by row (each rank its share of the rows, one batch of
+//! rows in memory at a time), makes the units durable and replaces the manifest last: a
+//! crash before that leaves the previous version whole, since its slot is never written.
+//! After a commit that keeps the set open, the next version's unit files start as a
+//! kernel copy (`copy_file_range`) of the version just committed.
+//!
+//! A set opened read-only is read from its current version, every block verified as it
+//! is read and a damaged one rebuilt from parity.
+
+mod commit;
+mod current;
+mod io;
+mod map;
+mod next;
+mod source;
+
+use std::fs::File;
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock};
+
+use spools_msg::{Communicator, Op};
+
+pub use commit::CRASH_AT;
+use current::Current;
+use io::read_full;
+use map::Map;
+use next::Next;
+use source::{fill, Source};
+
+use crate::error::FileError;
+use crate::file::options::Striping;
+use crate::file::steps::agree_on_outcome;
+use crate::file::sys;
+
+#[derive(Debug)]
+enum State {
+    /// Read-only, a striped set.
+    Current(Box<Current>),
+    /// Read-only, a plain file.
+    Plain(File),
+    /// Open for writing: the next version.
+    Next(Next),
+    /// Committed for the last time.
+    Done,
+}
+
+/// A striped set open for direct access by every rank of a group (see the module docs):
+/// what MPI-IO's `spools_layout` hint keeps a file as.
+///
+/// ```no_run
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// use spools_io::file::{Draft, Striping};
+/// let world = spools::init()?;
+/// let comm = world.io_communicator()?;
+/// let striping = Striping {
+///     layout: "raid5(unit=64KiB,count=4)".parse()?,
+///     dirs: Vec::new(),
+///     node_local: false,
+/// };
+/// let set = Draft::open(comm, "out.dat".as_ref(), &striping, true)?;
+/// set.write_at(b"hello", u64::from(world.rank()) * 5)?;
+/// set.commit(comm, false)?; // version 1, durable
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Draft {
+    path: PathBuf,
+    striping: Striping,
+    map: Map,
+    state: RwLock<State>,
+}
+
+impl Draft {
+    /// Opens the set at `path` (collective over `comm`, whose ranks all pass the same
+    /// `striping`): with `writable`, the next version's unit files filled from what
+    /// `path` holds (a set's current version, a plain file's bytes, or nothing);
+    /// without, the current version (or the plain file) read in place.
+    ///
+    /// # Errors
+    /// On every rank: [`FileError::Options`] for a layout that is not `stripe(...)` or
+    /// `raid5(...)` with a data unit, for node-local units, or for a Zarr array at
+    /// `path`; a manifest that does not parse; a row damaged beyond parity
+    /// ([`FileError::Unrecoverable`], [`FileError::Corrupt`] or
+    /// [`FileError::MissingUnit`] for RAID-0); the file system's errors.
+    pub fn open(
+        comm: &Communicator,
+        path: &Path,
+        striping: &Striping,
+        writable: bool,
+    ) -> Result<Draft, FileError> {
+        let map = match Map::of(&striping.layout) {
+            _ if striping.node_local => Err(FileError::Options(
+                "node-local units are not open to every rank: a set opened for direct access has shared units",
+            )),
+            Some(m) => Ok(m),
+            None => Err(FileError::Options(
+                "a striped set needs a stripe(...) or raid5(...) layout with at least one data unit",
+            )),
+        };
+        let map = agree_on_outcome(comm, path, map)?;
+        let look = if comm.rank() == 0 {
+            Source::look(path)
+        } else {
+            Ok(Vec::new())
+        };
+        let look = agree_on_outcome(comm, path, look)?;
+        let look = comm.bcast_bytes(0, &look)?;
+        let source = agree_on_outcome(comm, path, Source::decode(path, &look))?;
+        let state = if writable {
+            let version = match &source {
+                Source::Set(m) => m.version + 1,
+                _ => 1,
+            };
+            let mut next = Next::create(comm, path, striping, version)?;
+            let filled = fill(comm, path, &map, &next, &source);
+            match agree_on_outcome(comm, path, filled) {
+                Ok(base) => next.base = base,
+                Err(e) => {
+                    next.discard();
+                    return Err(e);
+                }
+            }
+            State::Next(next)
+        } else {
+            let current = match &source {
+                Source::Set(m) => m.geometry(path).and_then(|geo| {
+                    let paths = m.unit_paths(path);
+                    Ok(State::Current(Box::new(Current {
+                        geo,
+                        files: paths.iter().map(|p| sys::open_unit_read(p).ok()).collect(),
+                        crcs: m.crcs(),
+                        paths,
+                        lock: sys::open_read(path)?,
+                    })))
+                }),
+                _ => sys::open_read(path).map(State::Plain),
+            };
+            agree_on_outcome(comm, path, current)?
+        };
+        Ok(Draft {
+            path: path.to_path_buf(),
+            striping: striping.clone(),
+            map,
+            state: RwLock::new(state),
+        })
+    }
+
+    fn state(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the set is open for writing.
+    pub fn writable(&self) -> bool {
+        matches!(*self.state(), State::Next(_))
+    }
+
+    /// Writes `data` at stream offset `off`.
+    ///
+    /// # Errors
+    /// [`FileError::Options`] for a set opened read-only or committed for the last time;
+    /// the file system's error.
+    pub fn write_at(&self, data: &[u8], off: u64) -> Result<(), FileError> {
+        match &*self.state() {
+            State::Next(n) => n.write_at(&self.map, data, off),
+            _ => Err(FileError::Options("the set is not open for writing")),
+        }
+    }
+
+    /// Reads up to `out.len()` bytes at stream offset `off`; fewer where the stream
+    /// ends. Returns the bytes read.
+    ///
+    /// # Errors
+    /// A block damaged beyond parity (read-only), the file system's error.
+    pub fn read_at(&self, out: &mut [u8], off: u64) -> Result<usize, FileError> {
+        match &*self.state() {
+            State::Next(n) => n.read_at(&self.map, out, off),
+            State::Current(c) => c.read_at(out, off),
+            State::Plain(f) => read_full(f, &self.path, out, off),
+            State::Done => Err(FileError::Options("the set is closed")),
+        }
+    }
+
+    /// The stream's length.
+    ///
+    /// # Errors
+    /// The file system's error.
+    pub fn len(&self) -> Result<u64, FileError> {
+        match &*self.state() {
+            State::Next(n) => n.len(&self.map),
+            State::Current(c) => Ok(c.geo.size),
+            State::Plain(f) => Ok(f
+                .metadata()
+                .map_err(|e| FileError::io("look at", &self.path, e))?
+                .len()),
+            State::Done => Ok(0),
+        }
+    }
+
+    /// Whether the stream is empty.
+    ///
+    /// # Errors
+    /// As [`Draft::len`].
+    pub fn is_empty(&self) -> Result<bool, FileError> {
+        self.len().map(|n| n == 0)
+    }
+
+    /// Cuts or extends the stream to `size` bytes (one rank calls it for the group).
+    ///
+    /// # Errors
+    /// As [`Draft::write_at`].
+    pub fn set_len(&self, size: u64) -> Result<(), FileError> {
+        match &*self.state() {
+            State::Next(n) => n.set_len(&self.map, size),
+            _ => Err(FileError::Options("the set is not open for writing")),
+        }
+    }
+
+    /// Makes this rank's writes so far reach the unit files' storage (the version
+    /// becomes durable as a whole at [`Draft::commit`]).
+    ///
+    /// # Errors
+    /// The file system's error.
+    pub fn sync_data(&self) -> Result<(), FileError> {
+        match &*self.state() {
+            State::Next(n) => n
+                .files
+                .iter()
+                .zip(&n.paths)
+                .try_for_each(|(f, p)| sys::sync(f, p)),
+            _ => Ok(()),
+        }
+    }
+
+    /// A descriptor for the advisory lock of MPI's atomic mode (one file that every rank
+    /// of the group holds open), `None` once committed for the last time.
+    pub fn lock_fd(&self) -> Option<RawFd> {
+        match &*self.state() {
+            State::Next(n) => n.files.first().map(AsRawFd::as_raw_fd),
+            State::Current(c) => Some(c.lock.as_raw_fd()),
+            State::Plain(f) => Some(f.as_raw_fd()),
+            State::Done => None,
+        }
+    }
+
+    /// Commits what the group wrote as the set's next version (collective over the
+    /// group that opened it; every rank's accesses are finished once all have called):
+    /// parity and block checksums computed by each rank for its share of the rows, the
+    /// unit files made durable, then the manifest replaced by rank 0. A stream of no
+    /// bytes leaves an empty plain file at the path instead (a set holds at least one).
+    /// With `reopen`, the set stays open for writing, on the version after. Returns the
+    /// version committed.
+    ///
+    /// # Errors
+    /// On every rank: [`FileError::Options`] for a set not open for writing, the file
+    /// system's errors (a full disk), a failed peer. The previous version stays whole.
+    pub fn commit(&self, comm: &Communicator, reopen: bool) -> Result<u64, FileError> {
+        let path = self.path.as_path();
+        let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
+        let next = match &*state {
+            State::Next(n) => Ok(n),
+            _ => Err(FileError::Options("the set is not open for writing")),
+        };
+        let next = agree_on_outcome(comm, path, next)?;
+        // Once every rank is here, every write is in the unit files: the stream ends
+        // where the furthest rank's look at them says.
+        let mine = agree_on_outcome(comm, path, next.len(&self.map))?;
+        let mut size = [0u64];
+        comm.allreduce(&[mine], &mut size, &Op::Max)?;
+        let size = size[0];
+        let version = next.version;
+        let committed = if size == 0 {
+            let done = if comm.rank() == 0 {
+                commit::empty_file(path, next)
+            } else {
+                Ok(())
+            };
+            agree_on_outcome(comm, path, done)?;
+            0
+        } else {
+            commit::rows(comm, path, &self.striping.layout, next, size)?;
+            version
+        };
+        *state = if reopen {
+            let mut n = Next::create(comm, path, &self.striping, committed + 1)?;
+            let copied = if committed == 0 {
+                Ok(None)
+            } else {
+                commit::copy_units(comm, &self.path, &n).map(Some)
+            };
+            n.base = agree_on_outcome(comm, path, copied)?;
+            State::Next(n)
+        } else {
+            State::Done
+        };
+        Ok(committed)
+    }
+
+    /// Removes the unit files of the version being written (a file deleted on close);
+    /// not collective.
+    pub fn discard(&self) {
+        if let State::Next(n) = &*self.state() {
+            n.discard();
+        }
+    }
+}
