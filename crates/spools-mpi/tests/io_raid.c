@@ -19,6 +19,9 @@
  *   crash   elements 0..9 set to 7777 by rank 0, then close (the test makes rank 0
  *           abort in the commit, before the manifest is replaced)
  *   touch   open for writing and close (a plain file becomes a set)
+ *   doc     open for writing with MPI_MODE_DELETE_ON_CLOSE and close (nothing left)
+ *   two     the set open twice, read-only and for writing: a write and a sync through
+ *           the second leave the first reading its version (element 0 as it was)
  *   delete  MPI_File_delete of the set (rank 0) */
 #include <string.h>
 #include "check.h"
@@ -205,7 +208,7 @@ int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|delete [updated|LAYOUT]");
+  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|doc|two|delete [updated|LAYOUT]");
   const char *step = argv[2];
   if (strcmp(step, "write") == 0) write_step(argv[1]);
   else if (strcmp(step, "update") == 0) update_step(argv[1]);
@@ -213,7 +216,25 @@ int main(int argc, char **argv) {
   else if (strcmp(step, "badhint") == 0) badhint_step(argv[1]);
   else if (strcmp(step, "edit") == 0) edit_step(argv[1], argc > 3 ? argv[3] : HINT);
   else if (strcmp(step, "crash") == 0) crash_step(argv[1]);
-  else if (strcmp(step, "touch") == 0) {
+  else if (strcmp(step, "doc") == 0) {
+    MPI_File fh = open_set(argv[1], MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE);
+    OK(MPI_File_close(&fh));
+  } else if (strcmp(step, "two") == 0) {
+    MPI_File r = open_set(argv[1], MPI_MODE_RDONLY), w = open_set(argv[1], MPI_MODE_RDWR);
+    MPI_Status st;
+    int v = 4242, x = -1, before = -1;
+    OK(MPI_File_read_at(r, 0, &before, 1, MPI_INT, &st));
+    CHECK(before != v, "element 0 is %d before", before);
+    if (rank == 0) OK(MPI_File_write_at(w, 0, &v, 1, MPI_INT, &st));
+    OK(MPI_File_sync(w));
+    OK(MPI_File_sync(w));
+    OK(MPI_File_read_at(r, 0, &x, 1, MPI_INT, &st));
+    CHECK(x == before, "element 0 is %d through the read-only handle after two syncs, want %d", x, before);
+    OK(MPI_File_read_at(w, 0, &x, 1, MPI_INT, &st));
+    CHECK(x == 4242, "element 0 is %d through the writer, want 4242", x);
+    OK(MPI_File_close(&w));
+    OK(MPI_File_close(&r));
+  } else if (strcmp(step, "touch") == 0) {
     MPI_File fh = open_set(argv[1], MPI_MODE_RDWR);
     OK(MPI_File_close(&fh));
   }

@@ -627,6 +627,21 @@ def test_a_set_is_read_and_written_in_place_by_every_rank(build, tmp_path, spool
     assert json.loads(plain.read_text())["version"] == 1
     cat = tool("cat", str(plain))
     assert cat.returncode == 0 and cat.stdout == body, cat.stderr
+    # A reader of the set keeps its version while a writer commits twice (the unit files
+    # of a new version are made anew, not reused under the reader).
+    job = spools_run(ranks, exe, str(plain), "two")
+    assert job.out.splitlines() == ["ok io_raid two %d ranks" % ranks], job
+    assert json.loads(plain.read_text())["version"] == 4
+    cat = tool("cat", str(plain))
+    assert cat.returncode == 0 and cat.stdout == struct.pack("<i", 4242) + body[4:], cat.stderr
+    # Deleted on close: the set and both slots' unit files, or a plain file.
+    other = tmp_path / "q.dat"
+    other.write_bytes(body)
+    for f in (plain, other):
+        job = spools_run(ranks, exe, str(f), "doc")
+        assert job.out.splitlines() == ["ok io_raid doc %d ranks" % ranks], job
+    left = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("e.dat"))
+    assert left == [], left
 
 
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):

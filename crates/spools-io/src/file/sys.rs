@@ -94,6 +94,18 @@ pub(crate) fn create_unit(path: &Path, len: u64) -> Result<File, FileError> {
     Ok(f)
 }
 
+/// Creates the unit file `path` empty and new (and its directory if needed): whatever was
+/// there is unlinked first, so a reader that holds the old file open keeps its bytes.
+pub(crate) fn create_unit_anew(path: &Path) -> Result<File, FileError> {
+    make_parent(path)?;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(FileError::io("remove old unit file", path, e)),
+    }
+    create_new(path, "create unit file")
+}
+
 /// Opens the unit file `path` for repair: the existing file (not through a symlink) with
 /// its length set to `len`, or a new file created exclusively when there is none.
 pub(crate) fn repair_unit(path: &Path, len: u64) -> Result<File, FileError> {

@@ -278,7 +278,9 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
         f.comm.allgather(&mine, &mut all)?;
         let keep = all[0] == 1;
         let set = f.file.set();
-        if let Some(set) = set.filter(|_| keep) {
+        // A set whose reopen after a sync failed has nothing to commit (the failure was
+        // the sync's).
+        if let Some(set) = set.filter(|s| keep && s.writable()) {
             raid::commit(&f.comm, set, false, &f.path, call)?;
         }
         let sums = keep && set.is_none() && all[1] == 1;
@@ -296,7 +298,11 @@ pub unsafe extern "C" fn MPI_File_close(fh: *mut MPI_File) -> c_int {
             match set {
                 Some(set) => {
                     set.discard();
-                    let _ = raid::remove_set(&f.path, call);
+                    // A set, or the plain file the path still is (opened with the hint
+                    // and never committed, or committed empty).
+                    if !matches!(raid::remove_set(&f.path, call), Ok(true)) {
+                        let _ = std::fs::remove_file(&f.path);
+                    }
                 }
                 None => {
                     let _ = std::fs::remove_file(&f.path);

@@ -104,7 +104,14 @@ pub(crate) fn open(
     amode: c_int,
     call: &'static str,
 ) -> Result<Draft, MpiError> {
-    let mine = (wc.rank() == 0).then(|| check(path, amode, call));
+    let mine = (wc.rank() == 0).then(|| {
+        check(path, amode, call).map(|()| {
+            // A plain file's checksum sidecar goes stale with the first commit.
+            if amode & MPI_MODE_RDONLY == 0 {
+                let _ = std::fs::remove_file(spools_io::file::sidecar_path(path));
+            }
+        })
+    });
     decided_by_rank0(wc, mine, call, path)?;
     Draft::open(wc, path, striping, amode & MPI_MODE_RDONLY == 0)
         .map_err(|e| set_error(&e, call, path))

@@ -166,7 +166,13 @@ pub(super) fn empty_file(path: &Path, next: &Next) -> Result<(), FileError> {
         .and_then(|t| Manifest::parse(path, &t).ok());
     sys::replace(path, &[])?;
     if let Some(m) = old {
+        // Both slots' unit files (`NAME.uU.sS`).
+        let other = format!(".s{}", 1 - m.slot % 2);
         for p in m.unit_paths(path) {
+            let text = p.to_string_lossy().into_owned();
+            if let Some(stem) = text.strip_suffix(&format!(".s{}", m.slot % 2)) {
+                let _ = std::fs::remove_file(format!("{stem}{other}"));
+            }
             let _ = std::fs::remove_file(p);
         }
     }

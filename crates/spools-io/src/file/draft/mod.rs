@@ -39,9 +39,15 @@ use next::Next;
 use source::{fill, Source};
 
 use crate::error::FileError;
+use crate::file::manifest::Manifest;
 use crate::file::options::Striping;
 use crate::file::steps::agree_on_outcome;
 use crate::file::sys;
+
+/// Why a set takes no writes (a read-only open, a last commit, or a commit whose reopen
+/// failed).
+const NOT_WRITABLE: &str =
+    "the striped set is not open for writing (opened read-only, closed, or a failed commit left it so: close and open it again)";
 
 #[derive(Debug)]
 enum State {
@@ -173,7 +179,7 @@ impl Draft {
     pub fn write_at(&self, data: &[u8], off: u64) -> Result<(), FileError> {
         match &*self.state() {
             State::Next(n) => n.write_at(&self.map, data, off),
-            _ => Err(FileError::Options("the set is not open for writing")),
+            _ => Err(FileError::Options(NOT_WRITABLE)),
         }
     }
 
@@ -187,7 +193,7 @@ impl Draft {
             State::Next(n) => n.read_at(&self.map, out, off),
             State::Current(c) => c.read_at(out, off),
             State::Plain(f) => read_full(f, &self.path, out, off),
-            State::Done => Err(FileError::Options("the set is closed")),
+            State::Done => Err(FileError::Options(NOT_WRITABLE)),
         }
     }
 
@@ -222,7 +228,7 @@ impl Draft {
     pub fn set_len(&self, size: u64) -> Result<(), FileError> {
         match &*self.state() {
             State::Next(n) => n.set_len(&self.map, size),
-            _ => Err(FileError::Options("the set is not open for writing")),
+            _ => Err(FileError::Options(NOT_WRITABLE)),
         }
     }
 
@@ -269,7 +275,7 @@ impl Draft {
         let mut state = self.state.write().unwrap_or_else(PoisonError::into_inner);
         let next = match &*state {
             State::Next(n) => Ok(n),
-            _ => Err(FileError::Options("the set is not open for writing")),
+            _ => Err(FileError::Options(NOT_WRITABLE)),
         };
         let next = agree_on_outcome(comm, path, next)?;
         // Once every rank is here, every write is in the unit files: the stream ends
@@ -279,30 +285,51 @@ impl Draft {
         comm.allreduce(&[mine], &mut size, &Op::Max)?;
         let size = size[0];
         let version = next.version;
-        let committed = if size == 0 {
+        let done = if size == 0 {
             let done = if comm.rank() == 0 {
                 commit::empty_file(path, next)
             } else {
                 Ok(())
             };
-            agree_on_outcome(comm, path, done)?;
-            0
+            agree_on_outcome(comm, path, done).map(|()| 0)
         } else {
-            commit::rows(comm, path, &self.striping.layout, next, size)?;
-            version
+            commit::rows(comm, path, &self.striping.layout, next, size).map(|()| version)
         };
-        *state = if reopen {
+        let committed = match done {
+            Ok(v) => v,
+            Err(e) => {
+                // Failed before the manifest named the new version: its unit files stay
+                // this handle's to write and commit again. Failed after (the directory's
+                // sync), or in an empty commit that removed them: no more writes here.
+                let named = std::fs::read(path)
+                    .ok()
+                    .and_then(|t| Manifest::parse(path, &t).ok())
+                    .is_some_and(|m| m.version == version);
+                if size == 0 || named {
+                    *state = State::Done;
+                }
+                return Err(e);
+            }
+        };
+        // The committed unit files are never written again through this handle, whatever
+        // becomes of the reopen.
+        *state = State::Done;
+        if reopen {
             let mut n = Next::create(comm, path, &self.striping, committed + 1)?;
             let copied = if committed == 0 {
                 Ok(None)
             } else {
                 commit::copy_units(comm, &self.path, &n).map(Some)
             };
-            n.base = agree_on_outcome(comm, path, copied)?;
-            State::Next(n)
-        } else {
-            State::Done
-        };
+            match agree_on_outcome(comm, path, copied) {
+                Ok(base) => n.base = base,
+                Err(e) => {
+                    n.discard();
+                    return Err(e);
+                }
+            }
+            *state = State::Next(n);
+        }
         Ok(committed)
     }
 

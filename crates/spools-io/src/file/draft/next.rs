@@ -39,7 +39,8 @@ pub(super) struct Base {
 }
 
 impl Next {
-    /// Makes (rank 0, emptied) and opens (every rank) the unit files of `version`.
+    /// Makes (rank 0, anew: a reader of the files there keeps them) and opens (every
+    /// rank) the unit files of `version`; removes them again when a rank fails.
     /// Collective.
     pub(super) fn create(
         comm: &Communicator,
@@ -53,16 +54,24 @@ impl Next {
         let made = if comm.rank() == 0 {
             paths
                 .iter()
-                .try_for_each(|p| sys::create_unit(p, 0).map(drop))
+                .try_for_each(|p| sys::create_unit_anew(p).map(drop))
         } else {
             Ok(())
         };
-        agree_on_outcome(comm, path, made)?;
+        let undo = |e: FileError| {
+            if comm.rank() == 0 {
+                for p in &paths {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+            e
+        };
+        agree_on_outcome(comm, path, made).map_err(undo)?;
         let files = paths
             .iter()
             .map(|p| sys::open_unit_read_write(p))
             .collect::<Result<Vec<_>, _>>();
-        let files = agree_on_outcome(comm, path, files)?;
+        let files = agree_on_outcome(comm, path, files).map_err(undo)?;
         Ok(Next {
             version,
             names,
