@@ -614,6 +614,9 @@ def test_a_set_is_read_and_written_in_place_by_every_rank(build, tmp_path, spool
     want[end - 500:end] = bytes(500)
     m = json.loads(data.read_text())
     assert m["version"] == 2 and m["size"] == len(want) and m["layout"] == layout, m
+    # At rest the set holds one version: the manifest and its unit files.
+    files = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("e.dat"))
+    assert files == sorted(["e.dat"] + [u["path"] for u in m["units"]]), files
     tool = lambda *a: subprocess.run([spools_bin(), *a], capture_output=True, timeout=120)
     fsck = tool("fsck", str(data))
     assert fsck.returncode == 0 and b"all checksums" in fsck.stdout, fsck

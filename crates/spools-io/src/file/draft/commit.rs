@@ -68,6 +68,9 @@ pub(super) fn rows(
         std::process::abort();
     }
     let written = if comm.rank() == 0 {
+        let before = std::fs::read(path)
+            .ok()
+            .and_then(|t| Manifest::parse(path, &t).ok());
         let mut per_unit: Vec<Vec<u32>> = vec![Vec::new(); geo.count as usize];
         let mut it = all.iter().flat_map(|b| {
             b.chunks_exact(4)
@@ -116,6 +119,16 @@ pub(super) fn rows(
                 },
             })
             .and_then(|text| sys::replace(path, &text))
+            .map(|()| {
+                // The version before is named by nothing now: its unit files go (a
+                // reader holding them open keeps them until it closes), so a set at rest
+                // holds one version, whatever layout it had.
+                for p in before.iter().flat_map(|m| m.unit_paths(path)) {
+                    if !next.paths.contains(&p) {
+                        let _ = std::fs::remove_file(p);
+                    }
+                }
+            })
     } else {
         Ok(())
     };
