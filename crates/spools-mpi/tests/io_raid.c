@@ -20,6 +20,9 @@
  *           abort in the commit, before the manifest is replaced)
  *   touch   open for writing and close (a plain file becomes a set)
  *   doc     open for writing with MPI_MODE_DELETE_ON_CLOSE and close (nothing left)
+ *   cut     (argv[3]: a size, argv[4]: the layout) set_size to it twice, a sync
+ *           between; a second open for writing meanwhile fails with
+ *           MPI_ERR_FILE_IN_USE on every rank
  *   two     the set open twice, read-only and for writing: a write and a sync through
  *           the second leave the first reading its version (element 0 as it was)
  *   delete  MPI_File_delete of the set (rank 0) */
@@ -208,7 +211,7 @@ int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|doc|two|delete [updated|LAYOUT]");
+  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|doc|two|cut|delete [updated|LAYOUT]");
   const char *step = argv[2];
   if (strcmp(step, "write") == 0) write_step(argv[1]);
   else if (strcmp(step, "update") == 0) update_step(argv[1]);
@@ -216,7 +219,22 @@ int main(int argc, char **argv) {
   else if (strcmp(step, "badhint") == 0) badhint_step(argv[1]);
   else if (strcmp(step, "edit") == 0) edit_step(argv[1], argc > 3 ? argv[3] : HINT);
   else if (strcmp(step, "crash") == 0) crash_step(argv[1]);
-  else if (strcmp(step, "doc") == 0) {
+  else if (strcmp(step, "cut") == 0) {
+    MPI_Offset to = atoll(argv[3]);
+    MPI_File fh = open_layout(argv[1], MPI_MODE_RDWR, argv[4]), again = MPI_FILE_NULL;
+    MPI_Info info;
+    OK(MPI_Info_create(&info));
+    OK(MPI_Info_set(info, "spools_layout", argv[4]));
+    int rc = MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_RDWR, info, &again), cls = -1;
+    OK(MPI_Info_free(&info));
+    OK(MPI_Error_class(rc, &cls));
+    CHECK(cls == MPI_ERR_FILE_IN_USE && again == MPI_FILE_NULL, "a second writer's open gave class %d", cls);
+    OK(MPI_File_set_size(fh, to));
+    OK(MPI_File_sync(fh));
+    OK(MPI_File_set_size(fh, to));
+    check_size(fh, to, "after set_size");
+    OK(MPI_File_close(&fh));
+  } else if (strcmp(step, "doc") == 0) {
     MPI_File fh = open_set(argv[1], MPI_MODE_RDWR | MPI_MODE_DELETE_ON_CLOSE);
     OK(MPI_File_close(&fh));
   } else if (strcmp(step, "two") == 0) {

@@ -263,6 +263,7 @@ pub(crate) fn io_class(e: &std::io::Error) -> c_int {
         Some(libc::EDQUOT) => return MPI_ERR_QUOTA,
         Some(libc::EROFS) => return MPI_ERR_READ_ONLY,
         Some(libc::ENAMETOOLONG) | Some(libc::ENOTDIR) => return MPI_ERR_BAD_FILE,
+        Some(libc::EBUSY) | Some(libc::ETXTBSY) => return MPI_ERR_FILE_IN_USE,
         _ => {}
     }
     match e.kind() {

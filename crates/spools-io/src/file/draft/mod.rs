@@ -27,7 +27,7 @@ mod source;
 use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use spools_msg::{Communicator, Op};
 
@@ -85,6 +85,45 @@ pub struct Draft {
     striping: Striping,
     map: Map,
     state: RwLock<State>,
+    /// The set's place among those this process writes (writable opens).
+    _claim: Option<Claim>,
+}
+
+/// The sets this process has open for writing, by absolute path.
+static WRITING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A set's path held in [`WRITING`] while it lives.
+#[derive(Debug)]
+struct Claim(PathBuf);
+
+impl Claim {
+    /// Takes `path` for this process's only writer of it.
+    ///
+    /// # Errors
+    /// [`FileError::Io`] with `EBUSY` (MPI's `MPI_ERR_FILE_IN_USE`) where this process
+    /// writes the set already.
+    fn take(path: &Path) -> Result<Claim, FileError> {
+        let key = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let mut w = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+        if w.contains(&key) {
+            return Err(FileError::io(
+                "open for writing (this process has it open for writing already)",
+                path,
+                std::io::Error::from_raw_os_error(libc::EBUSY),
+            ));
+        }
+        w.push(key.clone());
+        Ok(Claim(key))
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        WRITING
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| *p != self.0);
+    }
 }
 
 impl Draft {
@@ -115,6 +154,17 @@ impl Draft {
             )),
         };
         let map = agree_on_outcome(comm, path, map)?;
+        // One writer per set in a process: a second would make the same next version's
+        // unit files anew under the first.
+        let claim = agree_on_outcome(
+            comm,
+            path,
+            if writable {
+                Claim::take(path).map(Some)
+            } else {
+                Ok(None)
+            },
+        )?;
         let look = if comm.rank() == 0 {
             Source::look(path)
         } else {
@@ -159,6 +209,7 @@ impl Draft {
             striping: striping.clone(),
             map,
             state: RwLock::new(state),
+            _claim: claim,
         })
     }
 
@@ -301,10 +352,18 @@ impl Draft {
                 // Failed before the manifest named the new version: its unit files stay
                 // this handle's to write and commit again. Failed after (the directory's
                 // sync), or in an empty commit that removed them: no more writes here.
+                // Rank 0's look decides for every rank (each rank's own where the group
+                // can no longer talk), so that all stay open for writing or none.
                 let named = std::fs::read(path)
                     .ok()
                     .and_then(|t| Manifest::parse(path, &t).ok())
                     .is_some_and(|m| m.version == version);
+                let named = comm
+                    .bcast_bytes(0, &[u8::from(named)])
+                    .map_or(named, |b| b.first() == Some(&1));
+                if size == 0 {
+                    next.discard();
+                }
                 if size == 0 || named {
                     *state = State::Done;
                 }

@@ -89,6 +89,9 @@ impl Next {
             Some(last) if last.0 <= from && from <= last.1 => last.1 = last.1.max(to),
             _ => d.push((from, to)),
         }
+        if d.len() > MAX_RANGES {
+            *d = coarsen(std::mem::take(&mut *d));
+        }
     }
 
     /// The stream's length as the unit files tell it.
@@ -157,7 +160,9 @@ impl Next {
 
     pub(super) fn set_len(&self, map: &Map, size: u64) -> Result<(), FileError> {
         // Every row from the shorter end on changes (blocks cut, zeros, new lengths).
-        let from = self.len(map)?.min(size) / map.row_bytes();
+        // From the row holding the last byte kept: a cut at a whole row also cuts the
+        // parity block after a unit's last data block in the row before (`unit_end`).
+        let from = self.len(map)?.min(size).saturating_sub(1) / map.row_bytes();
         self.touch(from, u64::MAX);
         for (u, (f, p)) in self.files.iter().zip(&self.paths).enumerate() {
             let len = f
@@ -220,6 +225,21 @@ pub(super) fn changed_rows(
     Ok(merge(rows))
 }
 
+/// The most row ranges a rank notes between commits: past it, neighbouring ranges are
+/// joined (rows between them counted as changed too), so that what the commit gathers
+/// from every rank stays small whatever the writes.
+const MAX_RANGES: usize = 4096;
+
+/// `rows` merged, then halved by joining neighbours until at most half of
+/// [`MAX_RANGES`] are left: every row of `rows` is still covered.
+fn coarsen(rows: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    let mut rows = merge(rows);
+    while rows.len() > MAX_RANGES / 2 {
+        rows = rows.chunks(2).map(|c| (c[0].0, c[c.len() - 1].1)).collect();
+    }
+    rows
+}
+
 /// Row ranges sorted and made disjoint (overlapping or touching ones joined).
 fn merge(mut rows: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
     rows.sort_unstable();
@@ -259,5 +279,13 @@ mod tests {
         assert_eq!(inside, [0, 1, 2, 5, 9, 10, 11, 12, 13, 20, 21, 22, 23, 24]);
         assert!(is_changed(&rows, u64::MAX - 1));
         assert!(!is_changed(&[], 0));
+    }
+
+    #[test]
+    fn many_ranges_are_coarsened_without_losing_a_row() {
+        let rows: Vec<(u64, u64)> = (0..10_000u64).map(|i| (i * 3, i * 3 + 1)).collect();
+        let c = coarsen(rows.clone());
+        assert!(c.len() <= MAX_RANGES / 2 && c.windows(2).all(|w| w[0].1 < w[1].0));
+        assert!(rows.iter().all(|&(a, _)| is_changed(&c, a)));
     }
 }
