@@ -19,6 +19,12 @@
  *   crash   elements 0..9 set to 7777 by rank 0, then close (the test makes rank 0
  *           abort in the commit, before the manifest is replaced)
  *   touch   open for writing and close (a plain file becomes a set)
+ *   random  (argv[3]: seed, argv[4]: rounds, argv[5]: layout, argv[6]: `spools`, argv[7]:
+ *           the layout's stripe row in bytes, which sizes are often a multiple of) rounds
+ *           of random writes by every rank, set_size and sync on a new set, the same
+ *           random choices on every rank, mirrored in memory; after each sync every
+ *           rank reads the whole file back against the mirror and rank 0 runs
+ *           `spools fsck` on the version just committed; the mirror goes to FILE.want
  *   doc     open for writing with MPI_MODE_DELETE_ON_CLOSE and close (nothing left)
  *   cut     (argv[3]: a size, argv[4]: the layout) set_size to it twice, a sync
  *           between; a second open for writing meanwhile fails with
@@ -196,6 +202,77 @@ static void edit_step(const char *path, const char *layout) {
   free(all);
 }
 
+/* xorshift64: the same choices on every rank. */
+static unsigned long long rng_state;
+static unsigned long long rnd(unsigned long long n) {
+  rng_state ^= rng_state << 13;
+  rng_state ^= rng_state >> 7;
+  rng_state ^= rng_state << 17;
+  return n ? rng_state % n : 0;
+}
+
+#define RMAX 60000
+
+static void random_step(const char *path, unsigned long long seed, int rounds, const char *layout,
+                        const char *spools, MPI_Offset row) {
+  rng_state = seed * 2654435761ULL + 1;
+  char *mirror = calloc(RMAX, 1), *got = malloc(RMAX), *mine = malloc(RMAX);
+  MPI_Offset len = 0;
+  MPI_Status st;
+  MPI_File fh = open_layout(path, MPI_MODE_CREATE | MPI_MODE_RDWR, layout);
+  for (int round = 0; round < rounds; round++) {
+    unsigned long long op = rnd(10);
+    if (op < 6) {
+      /* Each rank a range of its own slot of the file, of its own value. */
+      MPI_Offset slot = RMAX / size;
+      for (int r = 0; r < size; r++) {
+        MPI_Offset off = r * slot + (MPI_Offset)rnd(slot), room = r * slot + slot - off;
+        MPI_Offset n = (MPI_Offset)rnd((room < 3000 ? room : 3000) + 1);
+        char v = (char)(round * 31 + r + 1);
+        memset(mirror + off, v, n);
+        if (n > 0 && off + n > len) len = off + n;
+        if (r == rank) {
+          memset(mine, v, n);
+          OK(MPI_File_write_at(fh, off, mine, (int)n, MPI_BYTE, &st));
+        }
+      }
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    } else if (op < 8) {
+      MPI_Offset to = (MPI_Offset)rnd(RMAX + 1);
+      unsigned long long how = rnd(3);
+      if (how == 0) to = len; /* the size it has */
+      if (how == 1) to -= to % row; /* whole rows */
+      if (to < len) memset(mirror + to, 0, len - to);
+      len = to;
+      OK(MPI_File_set_size(fh, to));
+    } else {
+      OK(MPI_File_sync(fh));
+      check_size(fh, len, "after a sync");
+      int n = -1;
+      OK(MPI_File_read_at(fh, 0, got, RMAX, MPI_BYTE, &st));
+      OK(MPI_Get_count(&st, MPI_BYTE, &n));
+      CHECK(n == len, "round %d: read %d bytes back, want %lld", round, n, (long long)len);
+      for (int i = 0; i < n; i++) CHECK(got[i] == mirror[i], "round %d: byte %d is %d, want %d", round, i, got[i], mirror[i]);
+      if (rank == 0 && len > 0) {
+        char cmd[8192];
+        snprintf(cmd, sizeof cmd, "%s fsck %s >/dev/null", spools, path);
+        CHECK(system(cmd) == 0, "round %d: spools fsck of the version just committed failed", round);
+      }
+      OK(MPI_Barrier(MPI_COMM_WORLD));
+    }
+  }
+  OK(MPI_File_close(&fh));
+  if (rank == 0) {
+    char want[4096];
+    snprintf(want, sizeof want, "%s.want", path);
+    FILE *f = fopen(want, "wb");
+    CHECK(f && fwrite(mirror, 1, len, f) == (size_t)len && fclose(f) == 0, "writing %s", want);
+  }
+  free(mirror);
+  free(got);
+  free(mine);
+}
+
 static void crash_step(const char *path) {
   MPI_File fh = open_set(path, MPI_MODE_RDWR);
   MPI_Status st;
@@ -211,7 +288,7 @@ int main(int argc, char **argv) {
   OK(MPI_Init(&argc, &argv));
   OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
-  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|doc|two|cut|delete [updated|LAYOUT]");
+  CHECK(argc >= 3, "usage: io_raid FILE write|update|read|badhint|edit|crash|touch|doc|two|cut|random|delete [updated|LAYOUT]");
   const char *step = argv[2];
   if (strcmp(step, "write") == 0) write_step(argv[1]);
   else if (strcmp(step, "update") == 0) update_step(argv[1]);
@@ -219,7 +296,10 @@ int main(int argc, char **argv) {
   else if (strcmp(step, "badhint") == 0) badhint_step(argv[1]);
   else if (strcmp(step, "edit") == 0) edit_step(argv[1], argc > 3 ? argv[3] : HINT);
   else if (strcmp(step, "crash") == 0) crash_step(argv[1]);
-  else if (strcmp(step, "cut") == 0) {
+  else if (strcmp(step, "random") == 0) {
+    CHECK(argc > 7, "random SEED ROUNDS LAYOUT SPOOLS ROW");
+    random_step(argv[1], strtoull(argv[3], 0, 10), atoi(argv[4]), argv[5], argv[6], atoll(argv[7]));
+  } else if (strcmp(step, "cut") == 0) {
     MPI_Offset to = atoll(argv[3]);
     MPI_File fh = open_layout(argv[1], MPI_MODE_RDWR, argv[4]), again = MPI_FILE_NULL;
     MPI_Info info;

@@ -597,6 +597,13 @@ def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(
     assert list(tmp_path.iterdir()) == [], list(tmp_path.iterdir())
 
 
+def row_bytes(layout):
+    """The data bytes of one stripe row of a `raid5(...)` or `stripe(...)` layout."""
+    u, scale, count = re.search(r"unit=(\d+)(KiB|B),count=(\d+)", layout).groups()
+    unit, count = int(u) * (1024 if scale == "KiB" else 1), int(count)
+    return unit * (count - 1 if layout.startswith("raid5") else count)
+
+
 @pytest.mark.parametrize("layout,ranks", [("raid5(unit=4KiB,count=3)", 3), ("raid5(unit=1000B,count=4)", 2),
                                           ("stripe(unit=3000B,count=2)", 4)])
 def test_a_set_is_read_and_written_in_place_by_every_rank(build, tmp_path, spools_run, layout, ranks):
@@ -624,9 +631,7 @@ def test_a_set_is_read_and_written_in_place_by_every_rank(build, tmp_path, spool
     assert cat.returncode == 0 and cat.stdout == bytes(want), cat.stderr
     # Cut to a whole number of stripe rows (twice, a sync between: the second a cut to
     # the size it has): every parity block stays, fsck is clean.
-    u, scale, count = re.search(r"unit=(\d+)(KiB|B),count=(\d+)", layout).groups()
-    unit, count = int(u) * (1024 if scale == "KiB" else 1), int(count)
-    row = unit * (count - 1 if layout.startswith("raid5") else count)
+    row = row_bytes(layout)
     to = row * (len(want) // row - 1)
     job = spools_run(ranks, exe, str(data), "cut", to, layout)
     assert job.out.splitlines() == ["ok io_raid cut %d ranks" % ranks], job
@@ -657,6 +662,24 @@ def test_a_set_is_read_and_written_in_place_by_every_rank(build, tmp_path, spool
         assert job.out.splitlines() == ["ok io_raid doc %d ranks" % ranks], job
     left = sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith("e.dat"))
     assert left == [], left
+
+
+@pytest.mark.parametrize("layout,ranks,seed", [("raid5(unit=1000B,count=3)", 3, 1), ("raid5(unit=4KiB,count=4)", 2, 2),
+                                               ("stripe(unit=700B,count=3)", 2, 3), ("raid5(unit=512B,count=2)", 4, 4)])
+def test_random_edits_of_a_set_in_place_match_a_mirror(build, tmp_path, spools_run, layout, ranks, seed):
+    """Random writes by every rank, set_size (to the size the set has, too) and syncs on a
+    set under the `spools_layout` hint (io_raid.c's random step): after every sync the
+    file reads back as the mirror and `spools fsck` passes; at the end `spools cat` gives
+    the mirror."""
+    exe, data = build("io_raid"), tmp_path / "r.dat"
+    job = spools_run(ranks, exe, str(data), "random", seed, 100, layout, spools_bin(), row_bytes(layout))
+    assert job.out.splitlines() == ["ok io_raid random %d ranks" % ranks], job
+    want = (tmp_path / "r.dat.want").read_bytes()
+    cat = subprocess.run([spools_bin(), "cat", str(data)], capture_output=True, timeout=120)
+    if want:
+        fsck = subprocess.run([spools_bin(), "fsck", str(data)], capture_output=True, timeout=120)
+        assert fsck.returncode == 0, fsck
+    assert cat.returncode == 0 and cat.stdout == want, (len(cat.stdout), len(want), cat.stderr)
 
 
 def test_an_unsupported_function_is_fatal_by_default_and_named(build, tmp_path, spools_run):
