@@ -160,6 +160,21 @@ impl Manifest {
         })
     }
 
+    /// Replaces the manifest at `path` with this one, atomically and durably (the commit
+    /// of a striped file's new version).
+    ///
+    /// # Errors
+    /// [`FileError::Format`] when it cannot be encoded; the file system's errors.
+    pub(crate) fn save(&self, path: &Path) -> Result<(), FileError> {
+        let text = serde_json::to_vec_pretty(self).map_err(|e| FileError::Format {
+            path: path.to_path_buf(),
+            defect: crate::error::FormatDefect::Encode {
+                reason: e.to_string(),
+            },
+        })?;
+        super::sys::replace(path, &text)
+    }
+
     /// Block checksums per unit.
     pub(crate) fn crcs(&self) -> Vec<Vec<u32>> {
         self.units

@@ -353,14 +353,7 @@ pub(super) fn write(
                     })
                     .collect(),
             };
-            serde_json::to_vec_pretty(&m)
-                .map_err(|e| FileError::Format {
-                    path: path.to_path_buf(),
-                    defect: FormatDefect::Encode {
-                        reason: e.to_string(),
-                    },
-                })
-                .and_then(|text| sys::replace(path, &text))
+            m.save(path)
         } else {
             Ok(())
         };

@@ -10,7 +10,7 @@ use spools_msg::Communicator;
 
 use super::io::read_full;
 use super::next::{changed_rows, is_changed, Base, Next};
-use crate::error::{FileError, FormatDefect};
+use crate::error::FileError;
 use crate::file::manifest::{hex, Manifest, UnitEntry, MANIFEST_FORMAT};
 use crate::file::rows::{Block, Geometry};
 use crate::file::steps::agree_on_outcome;
@@ -111,24 +111,16 @@ pub(super) fn rows(
                 })
                 .collect(),
         };
-        serde_json::to_vec_pretty(&m)
-            .map_err(|e| FileError::Format {
-                path: path.to_path_buf(),
-                defect: FormatDefect::Encode {
-                    reason: e.to_string(),
-                },
-            })
-            .and_then(|text| sys::replace(path, &text))
-            .map(|()| {
-                // The version before is named by nothing now: its unit files go (a
-                // reader holding them open keeps them until it closes), so a set at rest
-                // holds one version, whatever layout it had.
-                for p in before.iter().flat_map(|m| m.unit_paths(path)) {
-                    if !next.paths.contains(&p) {
-                        let _ = std::fs::remove_file(p);
-                    }
+        m.save(path).map(|()| {
+            // The version before is named by nothing now: its unit files go (a
+            // reader holding them open keeps them until it closes), so a set at rest
+            // holds one version, whatever layout it had.
+            for p in before.iter().flat_map(|m| m.unit_paths(path)) {
+                if !next.paths.contains(&p) {
+                    let _ = std::fs::remove_file(p);
                 }
-            })
+            }
+        })
     } else {
         Ok(())
     };
