@@ -3,16 +3,19 @@
 //! to unit files, with no working copy of the file.
 //!
 //! A set opened for writing gets the unit files of its next version (the slot the
-//! manifest does not name), filled from the current version in parallel (each rank its
-//! share of the stripe rows, every block verified and a damaged one rebuilt from parity
-//! as it is copied). The program's writes land in those unit files, in data blocks only;
-//! the stream's length is what the unit files' lengths say ([`Map::end_from`]), so every
-//! rank sees every rank's writes and extensions as on a plain file. A commit computes
-//! parity and block checksums row by row (each rank its share of the rows, one batch of
-//! rows in memory at a time), makes the units durable and replaces the manifest last: a
-//! crash before that leaves the previous version whole, since its slot is never written.
-//! After a commit that keeps the set open, the next version's unit files start as a
-//! kernel copy (`copy_file_range`) of the version just committed.
+//! manifest does not name, made anew), filled from the current version in parallel
+//! (each rank its share of the stripe rows, every block verified and a damaged one
+//! rebuilt from parity as it is copied; rows of a set of the same layout copied whole,
+//! parity too). The program's writes land in data blocks; the stream's length is what
+//! the unit files' lengths say ([`Map::end_from`]), so every rank sees every rank's
+//! writes and extensions as on a plain file. Each rank notes the stripe rows it changed.
+//! A commit computes parity and block checksums of the rows any rank changed (each rank
+//! its share, one batch of rows in memory at a time; the others keep theirs), makes the
+//! units durable, replaces the manifest last and then removes the version before: a
+//! crash before the manifest leaves the previous version whole, since its slot is never
+//! written. After a commit that keeps the set open, the next version's unit files start
+//! as a kernel copy (`copy_file_range`) of the version just committed. One handle per
+//! process writes a set.
 //!
 //! A set opened read-only is read from its current version, every block verified as it
 //! is read and a damaged one rebuilt from parity.
