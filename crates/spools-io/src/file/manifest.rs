@@ -201,6 +201,27 @@ impl Manifest {
     }
 }
 
+/// The unit entries of a manifest: unit `u` at `names[u]`, as long as `geo` makes it,
+/// with the block checksums `crcs[u]` and the host `host(u)` holds it on.
+pub(crate) fn unit_entries(
+    names: &[String],
+    crcs: &[Vec<u32>],
+    geo: &super::rows::Geometry,
+    host: impl Fn(u64) -> Option<String>,
+) -> Vec<UnitEntry> {
+    names
+        .iter()
+        .zip(crcs)
+        .enumerate()
+        .map(|(u, (n, c))| UnitEntry {
+            path: n.clone(),
+            bytes: geo.unit_len(u as u64),
+            crc32c: hex(c),
+            host: host(u as u64),
+        })
+        .collect()
+}
+
 /// Whether `p` is a plain relative path (only normal components: no root, no `..`, no
 /// `.`), i.e. one that stays inside the directory it is resolved against. Otherwise why
 /// not.

@@ -8,7 +8,7 @@ use spools_map::Layout;
 use spools_msg::Communicator;
 
 use super::manifest::{
-    check_unit_path, hex, looks_like_manifest, Manifest, UnitEntry, MANIFEST_FORMAT,
+    check_unit_path, looks_like_manifest, unit_entries, Manifest, MANIFEST_FORMAT,
 };
 use super::parallel_format::{not_mine, Found, Look, ParallelFormat};
 use super::rounds::{self, Rounds};
@@ -339,19 +339,11 @@ pub(super) fn write(
                 layout: s.layout.to_string(),
                 dataset: layout.to_string(),
                 node_local: s.node_local,
-                units: names
-                    .iter()
-                    .zip(&per_unit)
-                    .enumerate()
-                    .map(|(u, (n, c))| UnitEntry {
-                        path: n.clone(),
-                        bytes: geo.unit_len(u as u64),
-                        crc32c: hex(c),
-                        host: hosts
-                            .as_ref()
-                            .and_then(|h| h.get(writer.store.owner(u as u64) as usize).cloned()),
-                    })
-                    .collect(),
+                units: unit_entries(&names, &per_unit, &geo, |u| {
+                    hosts
+                        .as_ref()
+                        .and_then(|h| h.get(writer.store.owner(u) as usize).cloned())
+                }),
             };
             m.save(path)
         } else {

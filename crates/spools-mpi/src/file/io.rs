@@ -13,9 +13,13 @@ struct Flock<'a>(Option<RawFd>, std::marker::PhantomData<&'a FileObj>);
 
 impl<'a> Flock<'a> {
     fn take(f: &'a FileObj, exclusive: bool) -> Flock<'a> {
-        let fd = match f.file.lock_fd() {
-            Some(fd) if f.atomic.load(std::sync::atomic::Ordering::Relaxed) => fd,
-            _ => return Flock(None, std::marker::PhantomData),
+        // Atomic mode looked at first: an access outside it asks nothing of the file.
+        let fd = match f.atomic.load(std::sync::atomic::Ordering::Relaxed) {
+            true => f.file.lock_fd(),
+            false => None,
+        };
+        let Some(fd) = fd else {
+            return Flock(None, std::marker::PhantomData);
         };
         let op = if exclusive {
             libc::LOCK_EX

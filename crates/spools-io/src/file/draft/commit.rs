@@ -11,7 +11,7 @@ use spools_msg::Communicator;
 use super::io::read_full;
 use super::next::{changed_rows, is_changed, Base, Next};
 use crate::error::FileError;
-use crate::file::manifest::{hex, Manifest, UnitEntry, MANIFEST_FORMAT};
+use crate::file::manifest::{unit_entries, Manifest, MANIFEST_FORMAT};
 use crate::file::rows::{Block, Geometry};
 use crate::file::steps::agree_on_outcome;
 use crate::file::striped::split_rows;
@@ -98,18 +98,7 @@ pub(super) fn rows(
             layout: layout.to_string(),
             dataset: format!("u8[{size}] block on {}", comm.size()),
             node_local: false,
-            units: next
-                .names
-                .iter()
-                .zip(&per_unit)
-                .enumerate()
-                .map(|(u, (n, c))| UnitEntry {
-                    path: n.clone(),
-                    bytes: geo.unit_len(u as u64),
-                    crc32c: hex(c),
-                    host: None,
-                })
-                .collect(),
+            units: unit_entries(&next.names, &per_unit, &geo, |_| None),
         };
         m.save(path).map(|()| {
             // The version before is named by nothing now: its unit files go (a
