@@ -62,6 +62,15 @@ impl Store<'_> {
         Ok(())
     }
 
+    /// Syncs the unit directories (other than the manifest's at `manifest`) of the unit
+    /// files this rank made in [`Store::prepare`], so their names are durable before the
+    /// manifest names them.
+    pub(super) fn sync_dirs(&self, manifest: &std::path::Path) -> Result<(), FileError> {
+        let me = self.comm.rank();
+        let mine = (0..self.geo.count).filter(|&u| self.owner(u) == me);
+        sys::sync_unit_dirs(manifest, mine.map(|u| self.path(u)))
+    }
+
     /// Removes the unit files this rank owns (those [`Store::prepare`] creates), after a
     /// failed write: they belong to no committed version.
     pub(super) fn discard(&self) {

@@ -292,7 +292,10 @@ pub(super) fn write(
 
         let me = comm.rank();
         let (xs, put) = rounds::write(comm, &plan, layout, data, opts.integrity, &mut writer)?;
-        agree_on_outcome(comm, path, put.and_then(|()| writer.sync()))?;
+        let durable = put
+            .and_then(|()| writer.sync())
+            .and_then(|()| writer.store.sync_dirs(path));
+        agree_on_outcome(comm, path, durable)?;
         committing = true;
 
         // Rank 0 gathers the block checksums (each aggregator's rows, round after round)

@@ -225,6 +225,26 @@ pub(crate) fn sync_dir(path: &Path) -> Result<(), FileError> {
         .map_err(|e| FileError::io("sync directory", dir, e))
 }
 
+/// Syncs the directories holding `units` other than `manifest`'s own (which replacing
+/// the manifest syncs), each once: a unit file made in a unit directory of its own
+/// (`Striping::dirs`) is named durably before a manifest names it.
+pub(crate) fn sync_unit_dirs<'a>(
+    manifest: &Path,
+    units: impl IntoIterator<Item = &'a Path>,
+) -> Result<(), FileError> {
+    let home = std::path::absolute(dir_of(manifest)).ok();
+    let mut done: Vec<PathBuf> = Vec::new();
+    for u in units {
+        let dir = std::path::absolute(dir_of(u)).unwrap_or_else(|_| dir_of(u).to_path_buf());
+        if home.as_ref() == Some(&dir) || done.contains(&dir) {
+            continue;
+        }
+        sync_dir(u)?;
+        done.push(dir);
+    }
+    Ok(())
+}
+
 /// Opens `path` for reading.
 pub(crate) fn open_read(path: &Path) -> Result<File, FileError> {
     File::open(path).map_err(|e| FileError::io("open", path, e))
@@ -472,6 +492,32 @@ pub(crate) fn read_vectored_at(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Unit directories other than the manifest's are synced (a missing one is an
+    /// error, so each was opened); the manifest's own is left to the manifest's
+    /// replacement.
+    #[test]
+    fn unit_directories_other_than_the_manifests_are_synced() {
+        let dir = std::env::temp_dir().join(format!("spools-sys-dirs-{}", std::process::id()));
+        let other = dir.join("disk1");
+        std::fs::create_dir_all(&other).unwrap();
+        let manifest = dir.join("set");
+        let beside = dir.join("set.u0.s1");
+        let apart = other.join("set.u1.s1");
+        sync_unit_dirs(
+            &manifest,
+            [beside.as_path(), apart.as_path(), apart.as_path()],
+        )
+        .unwrap();
+        // A unit directory that is gone fails the sync; the manifest's own is never
+        // opened here, so a manifest in a missing directory passes.
+        let gone = dir.join("gone").join("set.u2.s1");
+        let e = sync_unit_dirs(&manifest, [gone.as_path()]).unwrap_err();
+        assert!(matches!(e, FileError::Io { .. }), "{e:?}");
+        let lost = dir.join("lost").join("set");
+        sync_unit_dirs(&lost, [dir.join("lost").join("set.u0.s1").as_path()]).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// Parts of odd sizes around the writeback chunk (one larger than two chunks, empty
     /// ones, many small ones) land back to back, flushed or not.

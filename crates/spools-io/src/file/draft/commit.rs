@@ -54,14 +54,17 @@ pub(super) fn rows(
         .flat_map(|&(a, b)| a.max(lo)..b.min(hi))
         .try_for_each(|r| row_parity(&geo, next, r, &mut crcs));
     agree_on_outcome(comm, path, parity)?;
-    // Each unit cut to its length and made durable by one rank.
-    let durable = (0..geo.count)
-        .filter(|u| u % u64::from(comm.size()) == me)
+    // Each unit cut to its length and made durable by one rank, with its name where it
+    // lies in a unit directory of its own (the manifest's directory is synced when the
+    // manifest is replaced).
+    let mine = || (0..geo.count).filter(|u| u % u64::from(comm.size()) == me);
+    let durable = mine()
         .try_for_each(|u| {
             let (f, p) = (&next.files[u as usize], &next.paths[u as usize]);
             sys::resize(f, p, geo.unit_len(u))?;
             sys::sync(f, p)
-        });
+        })
+        .and_then(|()| sys::sync_unit_dirs(path, mine().map(|u| next.paths[u as usize].as_path())));
     agree_on_outcome(comm, path, durable)?;
     let all = comm.allgather_bytes(&crcs)?;
     if comm.rank() == 0 && std::env::var(CRASH_AT).is_ok_and(|v| v == "before-manifest") {
