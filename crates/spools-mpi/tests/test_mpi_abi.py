@@ -5,6 +5,7 @@ import json
 import os
 import socket
 import re
+import shlex
 import shutil
 import struct
 import subprocess
@@ -512,6 +513,37 @@ def test_the_checksum_hint_writes_a_sidecar_that_spools_fsck_verifies(build, spo
     job = spools_run(2, build("io_sums"), str(data), "plain")
     assert job.out.splitlines() == ["ok io_sums plain 2 ranks"], job
     assert not (tmp_path / "s.dat.spools-sums").exists()
+
+
+def test_a_read_only_open_racing_a_commit_elsewhere_reads_the_version_committed(
+        build, spools_run, tmp_path):
+    # Rank 0 reads the manifest of version A of a set opened read-only with the layout
+    # hint; before the ranks open A's unit files, a commit elsewhere replaces the set
+    # with version B and removes A's units (SPOOLS_TEST_RUN_AFTER_LOOK, run once by rank
+    # 0 right after its look). The ranks look again and read B whole, where they failed.
+    exe, data = build("io_raid"), tmp_path / "a.dat"
+    prep = tmp_path / "prep" / "a.dat"
+    prep.parent.mkdir()
+    for path, steps in ((data, ["write"]), (prep, ["write", "update"])):
+        for step in steps:
+            job = spools_run(2, exe, str(path), step)
+            assert job.out.splitlines() == [f"ok io_raid {step} 2 ranks"], job
+    a, b = json.loads(data.read_text()), json.loads(prep.read_text())
+    a_units = [data.parent / u["path"] for u in a["units"]]
+    assert {u["path"] for u in a["units"]}.isdisjoint(u["path"] for u in b["units"]), (a, b)
+    q = shlex.quote
+    commit = " && ".join([
+        "cp " + " ".join(q(str(prep.parent / u["path"])) for u in b["units"]) + " " + q(str(data.parent)),
+        f"cp {q(str(prep))} {q(str(data.parent / '.a.next'))}",
+        f"mv {q(str(data.parent / '.a.next'))} {q(str(data))}",
+        "rm " + " ".join(q(str(p)) for p in a_units),
+    ])
+    job = spools_run(3, exe, str(data), "read", "updated",
+                     env={"SPOOLS_TEST_RUN_AFTER_LOOK": commit})
+    assert job.out.splitlines() == ["ok io_raid read 3 ranks"], job
+    # The commit did run in the open: A's units are gone and the manifest is B's.
+    assert not any(p.exists() for p in a_units)
+    assert json.loads(data.read_text()) == b
 
 
 def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(

@@ -129,6 +129,105 @@ impl Drop for Claim {
     }
 }
 
+/// Rank 0's look at what `path` holds, the same on every rank: its bytes and what they
+/// say. Collective.
+fn look(comm: &Communicator, path: &Path) -> Result<(Vec<u8>, Source), FileError> {
+    let look = if comm.rank() == 0 {
+        Source::look(path)
+    } else {
+        Ok(Vec::new())
+    };
+    let look = agree_on_outcome(comm, path, look)?;
+    let look = comm.bcast_bytes(0, &look)?;
+    let source = agree_on_outcome(comm, path, Source::decode(path, &look))?;
+    Ok((look, source))
+}
+
+/// The next version of `path`'s set made and filled from what `path` holds. Collective.
+fn open_next(
+    comm: &Communicator,
+    path: &Path,
+    striping: &Striping,
+    map: &Map,
+) -> Result<State, FileError> {
+    let (_, source) = look(comm, path)?;
+    let version = match &source {
+        Source::Set(m) => m.version + 1,
+        _ => 1,
+    };
+    let mut next = Next::create(comm, path, striping, version)?;
+    let filled = fill(comm, path, map, &next, &source);
+    match agree_on_outcome(comm, path, filled) {
+        Ok(base) => next.base = base,
+        Err(e) => {
+            next.discard();
+            return Err(e);
+        }
+    }
+    Ok(State::Next(next))
+}
+
+/// Looks a read-only open takes at most: a commit elsewhere that replaced the version
+/// between rank 0's look and the ranks' opening of its unit files sends the ranks back
+/// to look again, as often as that.
+const LOOKS: u32 = 64;
+
+/// Internal to the tests (see docs/configuration.md): a shell command rank 0 runs once
+/// per process right after its first look of a read-only open, to replace the set there
+/// as a commit elsewhere would.
+const AFTER_LOOK: &str = "SPOOLS_TEST_RUN_AFTER_LOOK";
+
+/// The current version of `path` opened read-only: its unit files held open, so later
+/// commits elsewhere cannot take them away. Collective.
+fn open_current(comm: &Communicator, path: &Path) -> Result<State, FileError> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    let mut looks = 0;
+    loop {
+        let (seen, source) = look(comm, path)?;
+        looks += 1;
+        if comm.rank() == 0 {
+            HOOK.call_once(|| {
+                if let Ok(cmd) = std::env::var(AFTER_LOOK) {
+                    let _ = std::process::Command::new("sh").arg("-c").arg(cmd).status();
+                }
+            });
+        }
+        let current = match &source {
+            Source::Set(m) => m.geometry(path).and_then(|geo| {
+                let paths = m.unit_paths(path);
+                Ok(State::Current(Box::new(Current {
+                    geo,
+                    files: paths.iter().map(|p| sys::open_unit_read(p).ok()).collect(),
+                    crcs: m.crcs(),
+                    paths,
+                    lock: sys::open_read(path)?,
+                })))
+            }),
+            _ => sys::open_read(path).map(State::Plain),
+        };
+        let current = agree_on_outcome(comm, path, current)?;
+        // A unit file the manifest names that a rank could not open: damage (RAID-5
+        // reads rebuild it), or a commit elsewhere that removed the version since rank 0
+        // looked. Rank 0 tells them apart by looking again.
+        let gone = matches!(&current, State::Current(c) if c.files.iter().any(Option::is_none));
+        let mut any = [0u32];
+        comm.allreduce(&[u32::from(gone)], &mut any, &spools_msg::Op::Max)?;
+        if any[0] == 0 || looks >= LOOKS {
+            return Ok(current);
+        }
+        let moved = if comm.rank() == 0 {
+            Source::look(path).map(|now| now != seen)
+        } else {
+            Ok(false)
+        };
+        let moved = agree_on_outcome(comm, path, moved)?;
+        let moved = comm.bcast_bytes(0, &[u8::from(moved)])?;
+        if moved.first() != Some(&1) {
+            return Ok(current);
+        }
+    }
+}
+
 impl Draft {
     /// Opens the set at `path` (collective over `comm`, whose ranks all pass the same
     /// `striping`): with `writable`, the next version's unit files filled from what
@@ -168,44 +267,10 @@ impl Draft {
                 Ok(None)
             },
         )?;
-        let look = if comm.rank() == 0 {
-            Source::look(path)
-        } else {
-            Ok(Vec::new())
-        };
-        let look = agree_on_outcome(comm, path, look)?;
-        let look = comm.bcast_bytes(0, &look)?;
-        let source = agree_on_outcome(comm, path, Source::decode(path, &look))?;
         let state = if writable {
-            let version = match &source {
-                Source::Set(m) => m.version + 1,
-                _ => 1,
-            };
-            let mut next = Next::create(comm, path, striping, version)?;
-            let filled = fill(comm, path, &map, &next, &source);
-            match agree_on_outcome(comm, path, filled) {
-                Ok(base) => next.base = base,
-                Err(e) => {
-                    next.discard();
-                    return Err(e);
-                }
-            }
-            State::Next(next)
+            open_next(comm, path, striping, &map)?
         } else {
-            let current = match &source {
-                Source::Set(m) => m.geometry(path).and_then(|geo| {
-                    let paths = m.unit_paths(path);
-                    Ok(State::Current(Box::new(Current {
-                        geo,
-                        files: paths.iter().map(|p| sys::open_unit_read(p).ok()).collect(),
-                        crcs: m.crcs(),
-                        paths,
-                        lock: sys::open_read(path)?,
-                    })))
-                }),
-                _ => sys::open_read(path).map(State::Plain),
-            };
-            agree_on_outcome(comm, path, current)?
+            open_current(comm, path)?
         };
         Ok(Draft {
             path: path.to_path_buf(),
