@@ -882,56 +882,71 @@ unsafe fn sendrecv(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    // The send is checked before the receive is posted: a send that fails after it
-    // would leave the call waiting for a receive that may never match.
-    if let Err(e) = send_args(
-        sendbuf as usize,
-        sendcount,
-        sendtype,
-        dest,
-        sendtag,
-        comm,
-        "MPI_Sendrecv",
-    ) {
-        return on_comm(comm, Err(e));
-    }
-    let mut req = MPI_REQUEST_NULL;
-    // SAFETY: the caller's contract.
-    let rc = unsafe {
-        irecv(
-            recvbuf,
-            recvcount,
-            recvtype,
-            source,
-            recvtag,
-            comm,
-            &mut req,
-            "MPI_Sendrecv",
-        )
-    };
-    if rc != MPI_SUCCESS {
-        return rc;
-    }
-    // SAFETY: the caller's contract.
-    let rc = unsafe {
-        send(
-            sendbuf,
-            sendcount,
-            sendtype,
-            dest,
-            sendtag,
-            comm,
-            "MPI_Sendrecv",
-            false,
-        )
-    };
-    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
-    let rc2 = unsafe { crate::p2p::request::MPI_Wait(&mut req, status) };
-    if rc != MPI_SUCCESS {
-        rc
-    } else {
-        rc2
-    }
+    const CALL: &str = "MPI_Sendrecv";
+    let r = (|| {
+        // Both halves checked before anything is posted or sent: a send that failed
+        // after the receive was posted would leave the call waiting for a receive that
+        // may never match. The communicator and datatypes are borrowed for the call, and
+        // no request handle is made: the receive is posted, the message sent and the
+        // receive finished in the messages' own blocking exchange.
+        let c = comm_ref(comm, CALL)?;
+        let sn = ccount(sendcount, CALL)?;
+        let st = committed_for_ref(sendtype, sn, CALL)?;
+        crate::datatype::bytes_of(sn, &st, CALL)?;
+        buffer(sendbuf as usize, sn, &st, CALL, "sendbuf")?;
+        let to = self::dest(&c, dest, CALL)?;
+        let stag = send_tag(sendtag, CALL)?;
+        let rn = ccount(recvcount, CALL)?;
+        let rt = committed_for_ref(recvtype, rn, CALL)?;
+        buffer(recvbuf as usize, rn, &rt, CALL, "recvbuf")?;
+        let rtag = recv_tag(recvtag, CALL)?;
+        let from = self::source(&c, source, CALL)?;
+        let cap = crate::datatype::bytes_of(rn, &rt, CALL)?;
+        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` (the caller's
+        // contract).
+        let bytes = unsafe { data(sendbuf, sn, &st) };
+        let Some(from) = from else {
+            if let Some(to) = to {
+                c.comm.send(&bytes, to, stag)?;
+            }
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, proc_null_status()) };
+            return Ok(());
+        };
+        let direct = rt.contiguous() && cap > 0;
+        let mut tmp = Vec::new();
+        let dst: &mut [u8] = if direct {
+            // SAFETY: `cap` writable bytes at `recvbuf` (the caller's contract; MPI asks
+            // that they do not overlap the send buffer).
+            unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), cap) }
+        } else {
+            tmp.resize(cap, 0u8);
+            &mut tmp
+        };
+        let result = match to {
+            Some(to) => c.comm.sendrecv(&bytes, to, stag, dst, from, rtag),
+            None => c.comm.recv(dst, from, rtag),
+        };
+        match result {
+            Ok(got) => {
+                if !direct {
+                    // SAFETY: `recvbuf` holds `recvcount` elements of `recvtype`.
+                    unsafe { unpack(&tmp[..got.len.min(cap)], recvbuf.cast(), &rt) };
+                }
+                // SAFETY: the caller's contract.
+                unsafe { put_status(status, status_of(&got)) };
+                Ok(())
+            }
+            Err(e) => {
+                if let Some(s) = truncated_status(&e) {
+                    // SAFETY: the caller's contract.
+                    unsafe { put_status(status, s) };
+                }
+                Err(e.into())
+            }
+        }
+    })();
+    on_comm(comm, r)
 }
 
 /// `MPI_Sendrecv_replace`: sends the buffer's contents and receives into it.
