@@ -101,6 +101,36 @@ int main(int argc, char **argv) {
   CHECK(c == left, "sendrecv got %ld", c);
   OK(MPI_Sendrecv_replace(&a, 1, MPI_LONG, right, 6, left, 6, MPI_COMM_WORLD, &st));
   CHECK(a == left, "sendrecv_replace got %ld", a);
+  /* MPI_PROC_NULL on either side: the other half alone, and a receive from
+   * MPI_PROC_NULL leaves the proc-null status. */
+  int cnt = -1;
+  long pn = rank * 3 + 1, got1 = -1;
+  OK(MPI_Sendrecv(&pn, 1, MPI_LONG, right, 7, &c, 1, MPI_LONG, MPI_PROC_NULL, 7, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL && st.MPI_TAG == MPI_ANY_TAG, "proc-null source status %d %d", st.MPI_SOURCE, st.MPI_TAG);
+  OK(MPI_Get_count(&st, MPI_LONG, &cnt));
+  CHECK(cnt == 0, "proc-null receive count %d", cnt);
+  OK(MPI_Sendrecv(&pn, 1, MPI_LONG, MPI_PROC_NULL, 7, &got1, 1, MPI_LONG, left, 7, MPI_COMM_WORLD, &st));
+  CHECK(got1 == left * 3 + 1 && st.MPI_SOURCE == left && st.MPI_TAG == 7, "recv half got %ld from %d", got1, st.MPI_SOURCE);
+  /* A strided receive type (every other int of 6) and a status counted in it. */
+  MPI_Datatype every2;
+  OK(MPI_Type_vector(3, 1, 2, MPI_INT, &every2));
+  OK(MPI_Type_commit(&every2));
+  int three[3] = {rank, rank + 100, rank + 200}, spread[6] = {-1, -1, -1, -1, -1, -1};
+  OK(MPI_Sendrecv(three, 3, MPI_INT, right, 8, spread, 1, every2, left, 8, MPI_COMM_WORLD, &st));
+  CHECK(spread[0] == left && spread[2] == left + 100 && spread[4] == left + 200 && spread[1] == -1 && spread[5] == -1,
+        "strided sendrecv %d %d %d %d", spread[0], spread[1], spread[2], spread[4]);
+  OK(MPI_Get_count(&st, MPI_INT, &cnt));
+  CHECK(cnt == 3, "strided sendrecv count %d", cnt);
+  OK(MPI_Type_free(&every2));
+  /* A receive too short for the message: MPI_ERR_TRUNCATE under MPI_ERRORS_RETURN
+   * (what the buffer holds then is not asked). */
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int pair[2] = {rank, rank + 1}, one = -1, rc, cls = -1;
+  rc = MPI_Sendrecv(pair, 2, MPI_INT, right, 9, &one, 1, MPI_INT, left, 9, MPI_COMM_WORLD, &st);
+  MPI_Error_class(rc, &cls);
+  CHECK(cls == MPI_ERR_TRUNCATE, "short sendrecv receive gave class %d", cls);
+  OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  OK(MPI_Barrier(MPI_COMM_WORLD));
 
   /* A vector type (every other double of 8) sent to a contiguous receive and back into
    * a strided receive, and a struct type. */
