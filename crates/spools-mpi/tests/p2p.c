@@ -121,6 +121,20 @@ int main(int argc, char **argv) {
         "strided sendrecv %d %d %d %d", spread[0], spread[1], spread[2], spread[4]);
   OK(MPI_Get_count(&st, MPI_INT, &cnt));
   CHECK(cnt == 3, "strided sendrecv count %d", cnt);
+  /* Sendrecv_replace through the strided type: the gaps kept, the elements replaced. */
+  for (int i = 0; i < 6; i++) spread[i] = i % 2 ? -7 : rank * 10 + i;
+  OK(MPI_Sendrecv_replace(spread, 1, every2, right, 11, left, 11, MPI_COMM_WORLD, &st));
+  CHECK(spread[0] == left * 10 && spread[2] == left * 10 + 2 && spread[4] == left * 10 + 4 &&
+        spread[1] == -7 && spread[3] == -7 && spread[5] == -7,
+        "strided sendrecv_replace %d %d %d %d", spread[0], spread[1], spread[2], spread[4]);
+  /* ... and with MPI_PROC_NULL as its source: sent (the left neighbour's left's
+   * elements now), the buffer kept. */
+  OK(MPI_Sendrecv_replace(spread, 1, every2, right, 12, MPI_PROC_NULL, 12, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_SOURCE == MPI_PROC_NULL && spread[0] == left * 10, "proc-null sendrecv_replace");
+  int drop[3];
+  OK(MPI_Recv(drop, 3, MPI_INT, left, 12, MPI_COMM_WORLD, &st));
+  CHECK(drop[0] == (left + size - 1) % size * 10 && drop[2] == drop[0] + 4,
+        "proc-null sendrecv_replace sent %d %d", drop[0], drop[2]);
   OK(MPI_Type_free(&every2));
   /* A receive too short for the message: MPI_ERR_TRUNCATE under MPI_ERRORS_RETURN
    * (what the buffer holds then is not asked). */

@@ -905,48 +905,79 @@ unsafe fn sendrecv(
         // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` (the caller's
         // contract).
         let bytes = unsafe { data(sendbuf, sn, &st) };
-        let Some(from) = from else {
-            if let Some(to) = to {
-                c.comm.send(&bytes, to, stag)?;
-            }
-            // SAFETY: the caller's contract.
-            unsafe { put_status(status, proc_null_status()) };
-            return Ok(());
+        let into = Landing {
+            buf: recvbuf,
+            cap,
+            t: &rt,
         };
-        let direct = rt.contiguous() && cap > 0;
-        let mut tmp = Vec::new();
-        let dst: &mut [u8] = if direct {
-            // SAFETY: `cap` writable bytes at `recvbuf` (the caller's contract; MPI asks
-            // that they do not overlap the send buffer).
-            unsafe { std::slice::from_raw_parts_mut(recvbuf.cast::<u8>(), cap) }
-        } else {
-            tmp.resize(cap, 0u8);
-            &mut tmp
-        };
-        let result = match to {
-            Some(to) => c.comm.sendrecv(&bytes, to, stag, dst, from, rtag),
-            None => c.comm.recv(dst, from, rtag),
-        };
-        match result {
-            Ok(got) => {
-                if !direct {
-                    // SAFETY: `recvbuf` holds `recvcount` elements of `recvtype`.
-                    unsafe { unpack(&tmp[..got.len.min(cap)], recvbuf.cast(), &rt) };
-                }
-                // SAFETY: the caller's contract.
-                unsafe { put_status(status, status_of(&got)) };
-                Ok(())
-            }
-            Err(e) => {
-                if let Some(s) = truncated_status(&e) {
-                    // SAFETY: the caller's contract.
-                    unsafe { put_status(status, s) };
-                }
-                Err(e.into())
-            }
-        }
+        // SAFETY: `recvbuf` holds `recvcount` elements of `recvtype`, not overlapping the
+        // send buffer as MPI asks; the caller's contract for `status`.
+        unsafe { exchange_now(&c.comm, (&bytes, to, stag), into, (from, rtag), status) }
     })();
     on_comm(comm, r)
+}
+
+/// Where a blocking exchange's message lands: `cap` bytes of `t` elements at `buf`.
+struct Landing<'a> {
+    buf: *mut c_void,
+    cap: usize,
+    t: &'a TypeObj,
+}
+
+/// The blocking exchange of `MPI_Sendrecv(_replace)`, its arguments checked: `bytes`
+/// sent to `to` with tag `stag` while a message from `from` with `rtag` is received
+/// `into` the program's buffer (straight into it where its type is contiguous), each
+/// half left out for `MPI_PROC_NULL`; the status put.
+///
+/// # Safety
+/// `into.buf` holds `into.cap` bytes of `into.t` elements, apart from `bytes`; `status`
+/// is NULL or writable.
+unsafe fn exchange_now(
+    comm: &spools::Communicator,
+    (bytes, to, stag): (&[u8], Option<u32>, i32),
+    into: Landing<'_>,
+    (from, rtag): (Option<Source>, Tag),
+    status: *mut MPI_Status,
+) -> Result<(), MpiError> {
+    let Some(from) = from else {
+        if let Some(to) = to {
+            comm.send(bytes, to, stag)?;
+        }
+        // SAFETY: the caller's contract.
+        unsafe { put_status(status, proc_null_status()) };
+        return Ok(());
+    };
+    let direct = into.t.contiguous() && into.cap > 0;
+    let mut tmp = Vec::new();
+    let dst: &mut [u8] = if direct {
+        // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
+        unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
+    } else {
+        tmp.resize(into.cap, 0u8);
+        &mut tmp
+    };
+    let result = match to {
+        Some(to) => comm.sendrecv(bytes, to, stag, dst, from, rtag),
+        None => comm.recv(dst, from, rtag),
+    };
+    match result {
+        Ok(got) => {
+            if !direct {
+                // SAFETY: `buf` holds elements of `t` (the caller's contract).
+                unsafe { unpack(&tmp[..got.len.min(into.cap)], into.buf.cast(), into.t) };
+            }
+            // SAFETY: the caller's contract.
+            unsafe { put_status(status, status_of(&got)) };
+            Ok(())
+        }
+        Err(e) => {
+            if let Some(s) = truncated_status(&e) {
+                // SAFETY: the caller's contract.
+                unsafe { put_status(status, s) };
+            }
+            Err(e.into())
+        }
+    }
 }
 
 /// `MPI_Sendrecv_replace`: sends the buffer's contents and receives into it.
@@ -1014,56 +1045,27 @@ unsafe fn sendrecv_replace(
     comm: MPI_Comm,
     status: *mut MPI_Status,
 ) -> c_int {
-    let copy = (|| {
-        let call = "MPI_Sendrecv_replace";
-        // The buffer and the send are checked before the receive is posted (as in
-        // `sendrecv`).
-        let s = send_args(buf as usize, count, datatype, dest, sendtag, comm, call)?;
-        let (n, t) = (s.n, s.t);
-        // SAFETY: the caller's contract.
-        Ok::<_, MpiError>(unsafe { data(buf, n, &t) }.into_owned())
+    const CALL: &str = "MPI_Sendrecv_replace";
+    let r = (|| {
+        // Every argument checked before anything is posted or sent (as in `sendrecv`);
+        // the message sent from a copy of the buffer, which the receive then fills.
+        let c = comm_ref(comm, CALL)?;
+        let n = ccount(count, CALL)?;
+        let t = committed_for_ref(datatype, n, CALL)?;
+        let cap = crate::datatype::bytes_of(n, &t, CALL)?;
+        buffer(buf as usize, n, &t, CALL, "buf")?;
+        let to = self::dest(&c, dest, CALL)?;
+        let stag = send_tag(sendtag, CALL)?;
+        let rtag = recv_tag(recvtag, CALL)?;
+        let from = self::source(&c, source, CALL)?;
+        // SAFETY: `buf` holds `count` elements of `datatype` (the caller's contract).
+        let copy = unsafe { data(buf, n, &t) }.into_owned();
+        let into = Landing { buf, cap, t: &t };
+        // SAFETY: `buf` holds `count` elements of `datatype`, apart from `copy`; the
+        // caller's contract for `status`.
+        unsafe { exchange_now(&c.comm, (&copy, to, stag), into, (from, rtag), status) }
     })();
-    let copy = match copy {
-        Ok(c) => c,
-        Err(e) => return on_comm(comm, Err(e)),
-    };
-    let mut req = MPI_REQUEST_NULL;
-    // SAFETY: the caller's contract.
-    let rc = unsafe {
-        irecv(
-            buf,
-            count,
-            datatype,
-            source,
-            recvtag,
-            comm,
-            &mut req,
-            "MPI_Sendrecv_replace",
-        )
-    };
-    if rc != MPI_SUCCESS {
-        return rc;
-    }
-    // SAFETY: `copy` holds `count` packed elements: sent as bytes.
-    let rc = unsafe {
-        send(
-            copy.as_ptr().cast(),
-            copy.len() as i64,
-            MPI_BYTE,
-            dest,
-            sendtag,
-            comm,
-            "MPI_Sendrecv_replace",
-            false,
-        )
-    };
-    // SAFETY: `req` is the receive just posted; the caller's contract for `status`.
-    let rc2 = unsafe { crate::p2p::request::MPI_Wait(&mut req, status) };
-    if rc != MPI_SUCCESS {
-        rc
-    } else {
-        rc2
-    }
+    on_comm(comm, r)
 }
 
 /// `MPI_Probe`: waits until a matching message can be received; it stays queued.
