@@ -515,12 +515,16 @@ def test_the_checksum_hint_writes_a_sidecar_that_spools_fsck_verifies(build, spo
     assert not (tmp_path / "s.dat.spools-sums").exists()
 
 
+@pytest.mark.parametrize("then", ["removed", "rewritten"])
 def test_a_read_only_open_racing_a_commit_elsewhere_reads_the_version_committed(
-        build, spools_run, tmp_path):
+        build, spools_run, tmp_path, then):
     # Rank 0 reads the manifest of version A of a set opened read-only with the layout
     # hint; before the ranks open A's unit files, a commit elsewhere replaces the set
-    # with version B and removes A's units (SPOOLS_TEST_RUN_AFTER_LOOK, run once by rank
-    # 0 right after its look). The ranks look again and read B whole, where they failed.
+    # with version B (SPOOLS_TEST_RUN_AFTER_LOOK, run once by rank 0 right after its
+    # look) and A's units are removed, or rewritten in place as a later commit reusing
+    # their names would (zeros of the same length: no unit is missing). Rank 0 looks
+    # again after the ranks' opening and finds the manifest changed: the ranks start
+    # over and read B whole, where they failed or read A's checksums against zeros.
     exe, data = build("io_raid"), tmp_path / "a.dat"
     prep = tmp_path / "prep" / "a.dat"
     prep.parent.mkdir()
@@ -532,18 +536,25 @@ def test_a_read_only_open_racing_a_commit_elsewhere_reads_the_version_committed(
     a_units = [data.parent / u["path"] for u in a["units"]]
     assert {u["path"] for u in a["units"]}.isdisjoint(u["path"] for u in b["units"]), (a, b)
     q = shlex.quote
+    after = {
+        "removed": ["rm " + " ".join(q(str(p)) for p in a_units)],
+        "rewritten": [f"head -c {p.stat().st_size} /dev/zero > {q(str(p))}" for p in a_units],
+    }[then]
     commit = " && ".join([
         "cp " + " ".join(q(str(prep.parent / u["path"])) for u in b["units"]) + " " + q(str(data.parent)),
         f"cp {q(str(prep))} {q(str(data.parent / '.a.next'))}",
         f"mv {q(str(data.parent / '.a.next'))} {q(str(data))}",
-        "rm " + " ".join(q(str(p)) for p in a_units),
+        *after,
     ])
     job = spools_run(3, exe, str(data), "read", "updated",
                      env={"SPOOLS_TEST_RUN_AFTER_LOOK": commit})
     assert job.out.splitlines() == ["ok io_raid read 3 ranks"], job
-    # The commit did run in the open: A's units are gone and the manifest is B's.
-    assert not any(p.exists() for p in a_units)
+    # The commit did run in the open: the manifest is B's, A's units gone or zeros.
     assert json.loads(data.read_text()) == b
+    if then == "removed":
+        assert not any(p.exists() for p in a_units)
+    else:
+        assert all(p.read_bytes() == bytes(p.stat().st_size) for p in a_units)
 
 
 def test_the_layout_hint_keeps_a_raid5_set_that_spools_tools_verify_and_repair(

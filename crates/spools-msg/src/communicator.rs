@@ -286,7 +286,9 @@ impl Communicator {
     /// Sends `data` to `dest` and receives into `buf` from `src` at the same time.
     ///
     /// # Errors
-    /// As [`Communicator::send`] and [`Communicator::recv`].
+    /// As [`Communicator::send`] and [`Communicator::recv`] (a `dest` or a tag out of
+    /// range before anything starts); a send that fails once started (a dead rank)
+    /// still waits for the receive, and its error is the one returned.
     #[allow(clippy::too_many_arguments)]
     pub fn sendrecv<T: Element, U: Element>(
         &self,
@@ -298,15 +300,20 @@ impl Communicator {
         recv_tag: impl Into<Tag>,
     ) -> Result<Status, MsgError> {
         let st = check_tag(send_tag)?;
+        self.core.job_rank(dest)?;
         let g = self.core.post_bytes(
             self.core.ctx,
             src.into(),
             recv_tag.into(),
             as_bytes_mut(buf),
         )?;
-        self.core
-            .send_bytes(self.core.ctx, dest, st, as_bytes(data))?;
-        self.core.finish_bytes(g)
+        let sent = self
+            .core
+            .send_bytes(self.core.ctx, dest, st, as_bytes(data));
+        // The receive is finished even when the send failed: a message it already
+        // matched is delivered, not dropped with the posting.
+        let got = self.core.finish_bytes(g);
+        sent.and(got)
     }
 
     /// Waits until a message matching `src` and `tag` can be received and describes it

@@ -62,13 +62,15 @@ impl Store<'_> {
         Ok(())
     }
 
-    /// Syncs the unit directories (other than the manifest's at `manifest`) of the unit
-    /// files this rank made in [`Store::prepare`], so their names are durable before the
-    /// manifest names them.
+    /// Syncs the unit directories of the unit files this rank made in
+    /// [`Store::prepare`] (and those between them and the manifest's at `manifest`;
+    /// the manifest's own too in node-local mode, where a host's copy of it holds units
+    /// no manifest replacement syncs), so their names are durable before the manifest
+    /// names them.
     pub(super) fn sync_dirs(&self, manifest: &std::path::Path) -> Result<(), FileError> {
         let me = self.comm.rank();
         let mine = (0..self.geo.count).filter(|&u| self.owner(u) == me);
-        sys::sync_unit_dirs(manifest, mine.map(|u| self.path(u)))
+        sys::sync_unit_dirs(manifest, mine.map(|u| self.path(u)), !self.node_local)
     }
 
     /// Removes the unit files this rank owns (those [`Store::prepare`] creates), after a

@@ -225,24 +225,45 @@ pub(crate) fn sync_dir(path: &Path) -> Result<(), FileError> {
         .map_err(|e| FileError::io("sync directory", dir, e))
 }
 
-/// Syncs the directories holding `units` other than `manifest`'s own (which replacing
-/// the manifest syncs), each once: a unit file made in a unit directory of its own
-/// (`Striping::dirs`) is named durably before a manifest names it.
+/// Syncs the directories holding `units`, each once ([`unit_dirs`]), so that a unit
+/// file made in a unit directory of its own (`Striping::dirs`) is named durably before
+/// a manifest names it.
 pub(crate) fn sync_unit_dirs<'a>(
     manifest: &Path,
     units: impl IntoIterator<Item = &'a Path>,
+    home_synced: bool,
 ) -> Result<(), FileError> {
-    let home = std::path::absolute(dir_of(manifest)).ok();
-    let mut done: Vec<PathBuf> = Vec::new();
+    unit_dirs(manifest, units, home_synced).iter().try_for_each(|dir| {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| FileError::io("sync directory", dir, e))
+    })
+}
+
+/// The directories to sync for `units`, each once: a unit's directory and, where it
+/// lies under the manifest's directory, each directory between the two (made by
+/// [`create_unit`] as needed). The manifest's own directory is left out when
+/// `home_synced` (the manifest's replacement syncs it); in node-local mode it is not
+/// (each host has its own copy, and the manifest is replaced on one), so it is in.
+fn unit_dirs<'a>(
+    manifest: &Path,
+    units: impl IntoIterator<Item = &'a Path>,
+    home_synced: bool,
+) -> Vec<PathBuf> {
+    let abs = |d: &Path| std::path::absolute(d).unwrap_or_else(|_| d.to_path_buf());
+    let home = abs(dir_of(manifest));
+    let mut dirs: Vec<PathBuf> = Vec::new();
     for u in units {
-        let dir = std::path::absolute(dir_of(u)).unwrap_or_else(|_| dir_of(u).to_path_buf());
-        if home.as_ref() == Some(&dir) || done.contains(&dir) {
-            continue;
+        let mut dir = abs(dir_of(u));
+        while !(home_synced && dir == home) && !dirs.contains(&dir) {
+            dirs.push(dir.clone());
+            match dir.parent() {
+                Some(up) if dir != home && up.starts_with(&home) => dir = up.to_path_buf(),
+                _ => break,
+            }
         }
-        sync_dir(u)?;
-        done.push(dir);
     }
-    Ok(())
+    dirs
 }
 
 /// Opens `path` for reading.
@@ -495,7 +516,7 @@ mod tests {
 
     /// Unit directories other than the manifest's are synced (a missing one is an
     /// error, so each was opened); the manifest's own is left to the manifest's
-    /// replacement.
+    /// replacement unless node-local.
     #[test]
     fn unit_directories_other_than_the_manifests_are_synced() {
         let dir = std::env::temp_dir().join(format!("spools-sys-dirs-{}", std::process::id()));
@@ -504,19 +525,42 @@ mod tests {
         let manifest = dir.join("set");
         let beside = dir.join("set.u0.s1");
         let apart = other.join("set.u1.s1");
-        sync_unit_dirs(
-            &manifest,
-            [beside.as_path(), apart.as_path(), apart.as_path()],
-        )
-        .unwrap();
+        let units = [beside.as_path(), apart.as_path(), apart.as_path()];
+        sync_unit_dirs(&manifest, units, true).unwrap();
+        sync_unit_dirs(&manifest, units, false).unwrap();
         // A unit directory that is gone fails the sync; the manifest's own is never
-        // opened here, so a manifest in a missing directory passes.
+        // opened here, so a manifest in a missing directory passes, unless node-local.
         let gone = dir.join("gone").join("set.u2.s1");
-        let e = sync_unit_dirs(&manifest, [gone.as_path()]).unwrap_err();
+        let e = sync_unit_dirs(&manifest, [gone.as_path()], true).unwrap_err();
         assert!(matches!(e, FileError::Io { .. }), "{e:?}");
         let lost = dir.join("lost").join("set");
-        sync_unit_dirs(&lost, [dir.join("lost").join("set.u0.s1").as_path()]).unwrap();
+        let near = dir.join("lost").join("set.u0.s1");
+        sync_unit_dirs(&lost, [near.as_path()], true).unwrap();
+        let e = sync_unit_dirs(&lost, [near.as_path()], false).unwrap_err();
+        assert!(matches!(e, FileError::Io { .. }), "{e:?}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each directory from a nested unit directory up to the manifest's is synced once
+    /// (each may be new), the manifest's own only in node-local mode; a unit directory
+    /// elsewhere is synced alone.
+    #[test]
+    fn nested_unit_directories_are_synced_up_to_the_manifests() {
+        let home = std::path::absolute("/data/run").unwrap();
+        let manifest = home.join("set");
+        let deep = home.join("a").join("b").join("set.u0.s1");
+        let shallow = home.join("a").join("set.u1.s1");
+        let beside = home.join("set.u2.s1");
+        let away = Path::new("/scratch/x/set.u3.s1");
+        let units = [deep.as_path(), shallow.as_path(), beside.as_path(), away];
+        let shared = unit_dirs(&manifest, units, true);
+        let (a, ab) = (home.join("a"), home.join("a").join("b"));
+        assert_eq!(shared, [ab.clone(), a.clone(), PathBuf::from("/scratch/x")]);
+        let local = unit_dirs(&manifest, units, false);
+        assert_eq!(local, [ab, a, home.clone(), PathBuf::from("/scratch/x")]);
+        // Relative paths are taken from the working directory, like the files.
+        let rel = unit_dirs(Path::new("set"), [Path::new("u/set.u0.s1")], true);
+        assert_eq!(rel, [std::path::absolute("u").unwrap()]);
     }
 
     /// Parts of odd sizes around the writeback chunk (one larger than two chunks, empty

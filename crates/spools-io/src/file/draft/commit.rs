@@ -64,7 +64,10 @@ pub(super) fn rows(
             sys::resize(f, p, geo.unit_len(u))?;
             sys::sync(f, p)
         })
-        .and_then(|()| sys::sync_unit_dirs(path, mine().map(|u| next.paths[u as usize].as_path())));
+        .and_then(|()| {
+            let units = mine().map(|u| next.paths[u as usize].as_path());
+            sys::sync_unit_dirs(path, units, true)
+        });
     agree_on_outcome(comm, path, durable)?;
     let all = comm.allgather_bytes(&crcs)?;
     if comm.rank() == 0 && std::env::var(CRASH_AT).is_ok_and(|v| v == "before-manifest") {

@@ -169,7 +169,7 @@ fn open_next(
 
 /// Looks a read-only open takes at most: a commit elsewhere that replaced the version
 /// between rank 0's look and the ranks' opening of its unit files sends the ranks back
-/// to look again, as often as that.
+/// to look again, as often as that (rank 0 looks once more after each opening).
 const LOOKS: u32 = 64;
 
 /// Internal to the tests (see docs/configuration.md): a shell command rank 0 runs once
@@ -206,21 +206,15 @@ fn open_current(comm: &Communicator, path: &Path) -> Result<State, FileError> {
             _ => sys::open_read(path).map(State::Plain),
         };
         let current = agree_on_outcome(comm, path, current)?;
-        // A unit file the manifest names that a rank could not open: damage (RAID-5
-        // reads rebuild it), or a commit elsewhere that removed the version since rank 0
-        // looked. Rank 0 tells them apart by looking again.
-        let gone = matches!(&current, State::Current(c) if c.files.iter().any(Option::is_none));
-        let mut any = [0u32];
-        comm.allreduce(&[u32::from(gone)], &mut any, &spools_msg::Op::Max)?;
-        if any[0] == 0 || looks >= LOOKS {
-            return Ok(current);
-        }
-        let moved = if comm.rank() == 0 {
-            Source::look(path).map(|now| now != seen)
-        } else {
-            Ok(false)
-        };
-        let moved = agree_on_outcome(comm, path, moved)?;
+        // Every rank has opened the unit files the manifest names (or found some
+        // missing: damage, which RAID-5 reads rebuild, or a version a commit elsewhere
+        // removed). Rank 0 looks again: a manifest that changed since its first look
+        // means the files opened may belong to no version it names (removed, or a slot
+        // reused by a commit under way), and every rank starts over. Versions only
+        // grow, so the same manifest means the same version's files.
+        let moved = comm.rank() == 0
+            && looks < LOOKS
+            && Source::look(path).map_or(true, |now| now != seen);
         let moved = comm.bcast_bytes(0, &[u8::from(moved)])?;
         if moved.first() != Some(&1) {
             return Ok(current);
