@@ -78,85 +78,164 @@ impl Part {
         }
     }
 
-    /// Its record in [`decide`]'s first step: a tag (0: a part), its ten numbers, and
-    /// the bytes of its box, which follow in a second step.
-    fn record(&self) -> [u8; RECORD] {
-        let mut r = [0u8; RECORD];
-        let nums = [
+    /// Its ten numbers, as [`decide`] sends them (`hi` as its distance from `lo`: a
+    /// short number).
+    fn numbers(&self) -> [u64; 10] {
+        [
             self.runs,
             self.bytes,
             self.lo,
-            self.hi,
+            self.hi.wrapping_sub(self.lo),
             self.etypes,
             self.cb,
             self.nodes,
             self.unit,
             self.buffer,
             self.key,
-        ];
-        for (i, x) in nums.iter().enumerate() {
-            r[1 + 8 * i..9 + 8 * i].copy_from_slice(&x.to_le_bytes());
-        }
-        let extra = (8 * self.boxed.len()) as u32;
-        r[RECORD - 4..].copy_from_slice(&extra.to_le_bytes());
-        r
+        ]
     }
 
-    /// The bytes of its box (what follows its record).
-    fn boxed_bytes(&self) -> Vec<u8> {
-        self.boxed.iter().flat_map(|x| x.to_le_bytes()).collect()
+    /// Its record in [`decide`]'s first step and the bytes that follow in a second
+    /// step, if any: its numbers in the record and its box after it where they fit
+    /// there (tag [`SHORT`]; a small access's do), else ([`LONG`]) all of it after.
+    fn record(&self) -> ([u8; RECORD], Vec<u8>) {
+        let mut nums = SmallVec::<[u8; 128]>::new();
+        self.numbers().iter().for_each(|&x| put_varint(&mut nums, x));
+        let boxed = self.boxed.iter().flat_map(|x| x.to_le_bytes());
+        let mut rec = [0u8; RECORD];
+        let mut tail = SmallVec::<[u8; MAX_VARINT]>::new();
+        put_varint(&mut tail, 8 * self.boxed.len() as u64);
+        if 1 + nums.len() + tail.len() <= RECORD {
+            rec[0] = SHORT;
+            rec[1..1 + nums.len()].copy_from_slice(&nums);
+            rec[1 + nums.len()..1 + nums.len() + tail.len()].copy_from_slice(&tail);
+            (rec, boxed.collect())
+        } else {
+            let extra: Vec<u8> = nums.iter().copied().chain(boxed).collect();
+            (record_of(LONG, extra.len()), extra)
+        }
     }
 
     /// The part a rank's `record` and the bytes after it (`extra`) say, if they are a
     /// part's (untrusted bytes: `None` for anything else).
     fn from_record(rec: &[u8], extra: &[u8]) -> Option<Part> {
-        if rec.len() != RECORD
-            || rec[0] != 0
-            || extra_len(rec) != extra.len()
-            || extra.len() % 8 != 0
-            || extra.len() / 8 > MAX_BOX
-        {
+        if rec.len() != RECORD || extra_len(rec)? != extra.len() {
             return None;
         }
-        let at =
-            |i: usize| u64::from_le_bytes(rec[1 + 8 * i..9 + 8 * i].try_into().unwrap_or_default());
+        let (mut at, nums_in) = match rec[0] {
+            SHORT => (1, rec),
+            LONG => (0, extra),
+            _ => return None,
+        };
+        let mut nums = [0u64; 10];
+        for x in &mut nums {
+            *x = get_varint(nums_in, &mut at)?;
+        }
+        let boxed = if rec[0] == SHORT { extra } else { &extra[at..] };
+        if boxed.len() % 8 != 0 || boxed.len() / 8 > MAX_BOX {
+            return None;
+        }
         let word = |c: &[u8]| u64::from_le_bytes(c.try_into().unwrap_or_default());
+        let [runs, bytes, lo, span, etypes, cb, nodes, unit, buffer, key] = nums;
         Some(Part {
-            runs: at(0),
-            bytes: at(1),
-            lo: at(2),
-            hi: at(3),
-            etypes: at(4),
-            cb: at(5),
-            nodes: at(6),
-            unit: at(7),
-            buffer: at(8),
-            key: at(9),
-            boxed: extra.chunks(8).map(word).collect(),
+            runs,
+            bytes,
+            lo,
+            hi: lo.wrapping_add(span),
+            etypes,
+            cb,
+            nodes,
+            unit,
+            buffer,
+            key,
+            boxed: boxed.chunks(8).map(word).collect(),
         })
     }
 }
 
-/// Bytes of a rank's record in [`decide`]'s first step: a tag (0: a part, 1: an error),
-/// a part's ten numbers, and the length of what follows in a second step (a part's box,
-/// an error's class and message).
-const RECORD: usize = 1 + 8 * 10 + 4;
+/// Bytes of a rank's record in [`decide`]'s first step: a tag ([`SHORT`], [`LONG`] or
+/// [`FAILED`]) and numbers in LEB128. At most a short message's payload, so that a
+/// small access's step is one short message per peer.
+const RECORD: usize = 24;
+
+/// A record's tags: a part whose numbers are in the record (its box, if any, follows
+/// in a second step; the record's last number is the box's length); a part whose
+/// numbers and box follow; a rank that cannot go on, whose error follows. The record of
+/// the last two holds the length of what follows.
+const SHORT: u8 = 0;
+const LONG: u8 = 2;
+const FAILED: u8 = 1;
+
+/// Bytes of a `u64` in LEB128, at most.
+const MAX_VARINT: usize = 10;
+
+/// A record of tag `tag` saying that `len` bytes follow it.
+fn record_of(tag: u8, len: usize) -> [u8; RECORD] {
+    let mut rec = [0u8; RECORD];
+    rec[0] = tag;
+    let mut n = SmallVec::<[u8; MAX_VARINT]>::new();
+    put_varint(&mut n, len as u64);
+    rec[1..1 + n.len()].copy_from_slice(&n);
+    rec
+}
+
+/// Appends `x` in LEB128 (seven bits a byte, low first).
+fn put_varint(out: &mut impl Extend<u8>, mut x: u64) {
+    loop {
+        let low = (x & 0x7f) as u8;
+        x >>= 7;
+        if x == 0 {
+            out.extend([low]);
+            return;
+        }
+        out.extend([low | 0x80]);
+    }
+}
+
+/// The LEB128 number at `*at` in `b` (moving `*at` past it), if whole and at most 64
+/// bits.
+fn get_varint(b: &[u8], at: &mut usize) -> Option<u64> {
+    let mut x = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*at)?;
+        *at += 1;
+        let bits = u64::from(byte & 0x7f);
+        if shift == 63 && bits > 1 {
+            return None;
+        }
+        x |= bits << shift;
+        if byte & 0x80 == 0 {
+            return Some(x);
+        }
+    }
+    None
+}
 
 /// Every rank's [`Part`] of one collective access, in rank order ([`decide`]); on the
 /// stack for up to 4 ranks.
 pub(crate) type Parts = SmallVec<[Part; 4]>;
 
-/// The length a record says follows it.
-fn extra_len(rec: &[u8]) -> usize {
-    rec.get(RECORD - 4..RECORD)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, |b| u32::from_le_bytes(b) as usize)
+/// The length a record says follows it (`None` for a record that says nothing that
+/// parses).
+fn extra_len(rec: &[u8]) -> Option<usize> {
+    let mut at = 1;
+    match *rec.first()? {
+        SHORT => {
+            for _ in 0..10 {
+                get_varint(rec, &mut at)?;
+            }
+        }
+        LONG | FAILED => {}
+        _ => return None,
+    }
+    usize::try_from(get_varint(rec, &mut at)?).ok()
 }
 
 /// The first step of every collective access: every rank's [`Part`], or from a rank
 /// that cannot go on its error (its class and message, [`Told`]; the group then stops).
-/// One allgather of fixed records, and a second step (an allgather of bytes) only where
-/// a rank has more to say: a part's box, an error.
+/// One allgather of fixed records of 24 bytes, and a second step (an allgather of
+/// bytes) only where a rank has more to say: a part's box, numbers too long for its
+/// record, an error.
 ///
 /// # Errors
 /// The error of the first rank that cannot go on, in its class (this rank's own error
@@ -166,20 +245,20 @@ pub(crate) fn decide(
     mine: Result<Part, &MpiError>,
     call: &'static str,
 ) -> Result<Parts, MpiError> {
-    let (mut rec, extra) = match &mine {
-        Ok(p) => (p.record(), p.boxed_bytes()),
-        Err(e) => ([0u8; RECORD], Told::of(e).encode(MAX_MESSAGE)),
+    let (rec, extra) = match &mine {
+        Ok(p) => p.record(),
+        Err(e) => {
+            let told = Told::of(e).encode(MAX_MESSAGE);
+            (record_of(FAILED, told.len()), told)
+        }
     };
-    if mine.is_err() {
-        rec[0] = 1;
-        rec[RECORD - 4..].copy_from_slice(&(extra.len() as u32).to_le_bytes());
-    }
     let n = f.comm.size() as usize;
-    // On the stack up to 13 ranks (as the parts are up to 4): no allocation per call.
+    // On the stack up to 42 ranks (as the parts are up to 4): no allocation per call.
     let mut all: SmallVec<[u8; 1024]> = smallvec::smallvec![0u8; RECORD * n];
     f.comm.allgather(&rec, &mut all[..])?;
-    // Every rank sees every record: all take the second step, or none.
-    let extras = if all.chunks(RECORD).any(|r| extra_len(r) > 0) {
+    // Every rank sees every record: all take the second step, or none (a record that
+    // does not parse takes it too, and is then no part).
+    let extras = if all.chunks(RECORD).any(|r| extra_len(r) != Some(0)) {
         Some(f.comm.allgather_bytes(&extra)?)
     } else {
         None
@@ -966,24 +1045,64 @@ mod tests {
             key: 77,
             boxed: Vec::new(),
         };
-        assert_eq!(Part::from_record(&p.record(), &[]), Some(p.clone()));
+        // A small access's numbers fit its record: nothing follows.
+        let (rec, extra) = p.record();
+        assert_eq!((rec[0], extra.len(), extra_len(&rec)), (SHORT, 0, Some(0)));
+        assert_eq!(Part::from_record(&rec, &[]), Some(p.clone()));
         let boxed = Part {
             boxed: vec![0, 5, 10, 7],
-            ..p
+            ..p.clone()
         };
-        let (rec, extra) = (boxed.record(), boxed.boxed_bytes());
-        assert_eq!(extra.len(), 32);
-        assert_eq!(Part::from_record(&rec, &extra), Some(boxed));
-        // A box that is not the length the record says, an error's record, a short one.
+        let (rec, extra) = boxed.record();
+        assert_eq!((rec[0], extra.len()), (SHORT, 32));
+        assert_eq!(Part::from_record(&rec, &extra), Some(boxed.clone()));
+        // Numbers too long for the record (a whole array's key, far offsets) follow it.
+        let far = Part {
+            lo: u64::MAX - 3,
+            hi: 2,
+            key: u64::MAX,
+            ..boxed.clone()
+        };
+        let (long, far_extra) = far.record();
+        assert_eq!(long[0], LONG);
+        assert_eq!(extra_len(&long), Some(far_extra.len()));
+        assert_eq!(Part::from_record(&long, &far_extra), Some(far));
+        // A box that is not the length the record says, an error's record, a short one,
+        // numbers cut short, a tag unknown.
         assert_eq!(Part::from_record(&rec, &extra[..24]), None);
-        assert_eq!(Part::from_record(&p.record(), &extra), None);
-        let mut failed = p.record();
-        failed[0] = 1;
+        assert_eq!(Part::from_record(&p.record().0, &extra), None);
+        assert_eq!(Part::from_record(&long, &far_extra[..far_extra.len() - 8]), None);
+        let n = far_extra.len() - 32;
+        assert_eq!(Part::from_record(&record_of(LONG, n - 1), &far_extra[..n - 1]), None);
+        let failed = record_of(FAILED, 0);
         assert_eq!(Part::from_record(&failed, &[]), None);
         assert_eq!(Part::from_record(&[0; RECORD - 1], &[]), None);
-        let mut huge = p.record();
+        let mut odd = p.record().0;
+        odd[0] = 9;
+        assert_eq!((extra_len(&odd), Part::from_record(&odd, &[])), (None, None));
         let too_many = 8 * (MAX_BOX + 1);
-        huge[RECORD - 4..].copy_from_slice(&(too_many as u32).to_le_bytes());
-        assert_eq!(Part::from_record(&huge, &vec![0; too_many]), None);
+        let huge = Part {
+            boxed: vec![1; MAX_BOX + 1],
+            ..p
+        };
+        let (rec, extra) = huge.record();
+        assert_eq!(extra.len(), too_many);
+        assert_eq!(Part::from_record(&rec, &extra), None);
+    }
+
+    /// LEB128 numbers round-trip at every width; one longer than 64 bits, or cut short,
+    /// is refused.
+    #[test]
+    fn varints_round_trip_and_refuse_overlong_ones() {
+        for x in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, x);
+            let mut at = 0;
+            assert_eq!((get_varint(&b, &mut at), at), (Some(x), b.len()), "{x}");
+            assert_eq!(get_varint(&b[..b.len() - 1], &mut 0), None, "{x}");
+        }
+        assert_eq!(get_varint(&[0xff; 10], &mut 0), None);
+        assert_eq!(get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &mut 0), None);
+        assert_eq!(get_varint(&[0x80; 11], &mut 0), None);
     }
 }

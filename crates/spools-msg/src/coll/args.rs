@@ -142,8 +142,11 @@ pub(crate) fn block(counts: &[usize], me: usize) -> std::ops::Range<usize> {
 }
 
 /// `buf` cut into consecutive blocks of `counts` elements.
-pub(crate) fn blocks_mut<'a, T>(mut buf: &'a mut [T], counts: &[usize]) -> Vec<&'a mut [T]> {
-    let mut out = Vec::with_capacity(counts.len());
+pub(crate) fn blocks_mut<'a, T>(
+    mut buf: &'a mut [T],
+    counts: &[usize],
+) -> smallvec::SmallVec<[&'a mut [T]; 8]> {
+    let mut out = smallvec::SmallVec::with_capacity(counts.len());
     for &c in counts {
         let take = c.min(buf.len());
         let (a, b) = std::mem::take(&mut buf).split_at_mut(take);

@@ -51,7 +51,7 @@ fn within_host(
     let root_leader_rank = local.members[0];
     if local.members.contains(&root_rank) && root_rank != root_leader_rank {
         // The root and its leader both have the data; the root serves its host.
-        let others: Vec<u32> = local
+        let others: crate::coll::group::Members = local
             .members
             .iter()
             .copied()

@@ -16,9 +16,14 @@ use crate::status::{Source, Status, Tag};
 /// is this rank's index in it.
 #[derive(Debug, Clone)]
 pub(crate) struct Group {
-    pub(crate) members: Vec<u32>,
+    /// On the stack up to 8 members: a small communicator's collectives through the
+    /// messages allocate nothing for their groups.
+    pub(crate) members: Members,
     pub(crate) me: usize,
 }
+
+/// The ranks of a [`Group`].
+pub(crate) type Members = smallvec::SmallVec<[u32; 8]>;
 
 impl Group {
     pub(crate) fn all(c: &CommCore) -> Group {
@@ -60,7 +65,7 @@ impl Group {
         if seen.len() < 2 {
             return None;
         }
-        let local: Vec<u32> = self
+        let local: Members = self
             .members
             .iter()
             .copied()
@@ -80,7 +85,7 @@ impl Group {
                 me: me_local,
             },
             Group {
-                members: leaders,
+                members: leaders.into_iter().collect(),
                 me: me_leader,
             },
         ))

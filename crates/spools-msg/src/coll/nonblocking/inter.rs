@@ -143,7 +143,7 @@ impl Sides {
 
     fn group(&self) -> Group {
         Group {
-            members: self.local.clone(),
+            members: self.local.iter().copied().collect(),
             me: self.me,
         }
     }
@@ -284,7 +284,7 @@ impl Communicator {
     /// still pair alike.
     fn agree_inter<T: Element>(&self, mut s: Schedule<T>, tag: u32, op: &Op<T>) -> Schedule<T> {
         if let Some(v) = op.verdict() {
-            let mut members: Vec<u32> = (0..self.size()).collect();
+            let mut members: crate::coll::group::Members = (0..self.size()).collect();
             members.sort_by_key(|&r| self.core.ranks[r as usize]);
             let me = members.iter().position(|&r| r == self.rank()).unwrap_or(0);
             crate::coll::verdict::append(&mut s, &Group { members, me }, tag, v);

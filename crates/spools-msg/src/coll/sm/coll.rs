@@ -95,7 +95,9 @@ pub(super) fn place<'c>(
     (kind, bytes): (Kind, usize),
     across: bool,
 ) -> Result<Option<Placed<'c>>, MsgError> {
-    if !may(c) {
+    // Not set up and deferred past this collective: the messages, before any group is
+    // built (what `segment` would decide after building them).
+    if !may(c) || (c.sm.ready().is_none() && !c.sm.due(coll_no(tag))) {
         return Ok(None);
     }
     let Some(fits) = fit(c, bytes, tag, kind) else {

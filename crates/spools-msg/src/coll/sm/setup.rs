@@ -82,7 +82,7 @@ fn setup(c: &CommCore, local: &Group, tag: u32) -> Result<Option<SmComm>, MsgErr
     let len = SmComm::bytes(n, slot);
     let make = |area: SharedArea, core: &CommCore, scans: ScanWay| SmComm {
         area,
-        members: local.members.clone(),
+        members: local.members.to_vec(),
         me: local.me,
         slot,
         outs: SmComm::outs(slot),
