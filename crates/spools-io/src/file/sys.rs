@@ -233,11 +233,13 @@ pub(crate) fn sync_unit_dirs<'a>(
     units: impl IntoIterator<Item = &'a Path>,
     home_synced: bool,
 ) -> Result<(), FileError> {
-    unit_dirs(manifest, units, home_synced).iter().try_for_each(|dir| {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| FileError::io("sync directory", dir, e))
-    })
+    unit_dirs(manifest, units, home_synced)
+        .iter()
+        .try_for_each(|dir| {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| FileError::io("sync directory", dir, e))
+        })
 }
 
 /// The directories to sync for `units`, each once: a unit's directory and, where it
@@ -255,7 +257,7 @@ fn unit_dirs<'a>(
     let mut dirs: Vec<PathBuf> = Vec::new();
     for u in units {
         let mut dir = abs(dir_of(u));
-        while !(home_synced && dir == home) && !dirs.contains(&dir) {
+        while !(dirs.contains(&dir) || home_synced && dir == home) {
             dirs.push(dir.clone());
             match dir.parent() {
                 Some(up) if dir != home && up.starts_with(&home) => dir = up.to_path_buf(),

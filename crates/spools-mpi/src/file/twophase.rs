@@ -100,7 +100,9 @@ impl Part {
     /// there (tag [`SHORT`]; a small access's do), else ([`LONG`]) all of it after.
     fn record(&self) -> ([u8; RECORD], Vec<u8>) {
         let mut nums = SmallVec::<[u8; 128]>::new();
-        self.numbers().iter().for_each(|&x| put_varint(&mut nums, x));
+        self.numbers()
+            .iter()
+            .for_each(|&x| put_varint(&mut nums, x));
         let boxed = self.boxed.iter().flat_map(|x| x.to_le_bytes());
         let mut rec = [0u8; RECORD];
         let mut tail = SmallVec::<[u8; MAX_VARINT]>::new();
@@ -1071,15 +1073,24 @@ mod tests {
         // numbers cut short, a tag unknown.
         assert_eq!(Part::from_record(&rec, &extra[..24]), None);
         assert_eq!(Part::from_record(&p.record().0, &extra), None);
-        assert_eq!(Part::from_record(&long, &far_extra[..far_extra.len() - 8]), None);
+        assert_eq!(
+            Part::from_record(&long, &far_extra[..far_extra.len() - 8]),
+            None
+        );
         let n = far_extra.len() - 32;
-        assert_eq!(Part::from_record(&record_of(LONG, n - 1), &far_extra[..n - 1]), None);
+        assert_eq!(
+            Part::from_record(&record_of(LONG, n - 1), &far_extra[..n - 1]),
+            None
+        );
         let failed = record_of(FAILED, 0);
         assert_eq!(Part::from_record(&failed, &[]), None);
         assert_eq!(Part::from_record(&[0; RECORD - 1], &[]), None);
         let mut odd = p.record().0;
         odd[0] = 9;
-        assert_eq!((extra_len(&odd), Part::from_record(&odd, &[])), (None, None));
+        assert_eq!(
+            (extra_len(&odd), Part::from_record(&odd, &[])),
+            (None, None)
+        );
         let too_many = 8 * (MAX_BOX + 1);
         let huge = Part {
             boxed: vec![1; MAX_BOX + 1],
@@ -1090,11 +1101,60 @@ mod tests {
         assert_eq!(Part::from_record(&rec, &extra), None);
     }
 
+    /// Random parts round-trip through their records, and random bytes as a record (the
+    /// decoder of what other ranks send) give `None` or a part, never a panic
+    /// (deterministic: a fixed-seed generator).
+    #[test]
+    fn records_round_trip_and_random_bytes_never_panic() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for _ in 0..20_000 {
+            // Numbers of every width: shifted right by a random amount.
+            let mut num = || next() >> (next() % 64);
+            let p = Part {
+                runs: num(),
+                bytes: num(),
+                lo: num(),
+                hi: num(),
+                etypes: num(),
+                cb: num() % 3,
+                nodes: num(),
+                unit: num(),
+                buffer: num(),
+                key: num(),
+                boxed: (0..next() % 5).map(|_| next()).collect(),
+            };
+            let (rec, extra) = p.record();
+            assert_eq!(extra_len(&rec), Some(extra.len()));
+            assert_eq!(Part::from_record(&rec, &extra), Some(p));
+            let mut junk = [0u8; RECORD];
+            junk.iter_mut().for_each(|b| *b = next() as u8);
+            junk[0] %= 4;
+            let tail: Vec<u8> = (0..next() % 64).map(|_| next() as u8).collect();
+            let _ = extra_len(&junk);
+            let _ = Part::from_record(&junk, &tail);
+        }
+    }
+
     /// LEB128 numbers round-trip at every width; one longer than 64 bits, or cut short,
     /// is refused.
     #[test]
     fn varints_round_trip_and_refuse_overlong_ones() {
-        for x in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX - 1, u64::MAX] {
+        for x in [
+            0,
+            1,
+            127,
+            128,
+            300,
+            u64::from(u32::MAX),
+            u64::MAX - 1,
+            u64::MAX,
+        ] {
             let mut b = Vec::new();
             put_varint(&mut b, x);
             let mut at = 0;
@@ -1102,7 +1162,13 @@ mod tests {
             assert_eq!(get_varint(&b[..b.len() - 1], &mut 0), None, "{x}");
         }
         assert_eq!(get_varint(&[0xff; 10], &mut 0), None);
-        assert_eq!(get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02], &mut 0), None);
+        assert_eq!(
+            get_varint(
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02],
+                &mut 0
+            ),
+            None
+        );
         assert_eq!(get_varint(&[0x80; 11], &mut 0), None);
     }
 }

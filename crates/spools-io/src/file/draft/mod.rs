@@ -212,9 +212,8 @@ fn open_current(comm: &Communicator, path: &Path) -> Result<State, FileError> {
         // means the files opened may belong to no version it names (removed, or a slot
         // reused by a commit under way), and every rank starts over. Versions only
         // grow, so the same manifest means the same version's files.
-        let moved = comm.rank() == 0
-            && looks < LOOKS
-            && Source::look(path).map_or(true, |now| now != seen);
+        let moved =
+            comm.rank() == 0 && looks < LOOKS && Source::look(path).map_or(true, |now| now != seen);
         let moved = comm.bcast_bytes(0, &[u8::from(moved)])?;
         if moved.first() != Some(&1) {
             return Ok(current);
