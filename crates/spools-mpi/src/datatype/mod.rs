@@ -73,6 +73,10 @@ pub(crate) struct TypeObj {
     /// How many handles name it (`MPI_Type_get_contents` gives more): its attributes are
     /// deleted when the last is freed.
     handles: AtomicUsize,
+    /// As a file view's filetype: why its copies cannot tile a file (`None`: they can),
+    /// found at its first `MPI_File_set_view` and kept (`file::View::new`): a view is
+    /// checked once per type, not once per call.
+    pub(crate) tiling: std::sync::OnceLock<Option<&'static str>>,
 }
 
 /// The constructor of a datatype and its arguments, as `MPI_Type_get_contents` gives
@@ -127,6 +131,7 @@ impl TypeObj {
             name: std::sync::Mutex::new(String::new()),
             attrs: crate::comm::attr::Attrs::default(),
             handles: AtomicUsize::new(1),
+            tiling: std::sync::OnceLock::new(),
         }
     }
 
@@ -154,6 +159,7 @@ impl TypeObj {
             name: std::sync::Mutex::new(String::new()),
             attrs: crate::comm::attr::Attrs::default(),
             handles: AtomicUsize::new(1),
+            tiling: std::sync::OnceLock::new(),
         }
     }
 }
@@ -698,6 +704,7 @@ pub(crate) fn build(
         name: std::sync::Mutex::new(String::new()),
         attrs: crate::comm::attr::Attrs::default(),
         handles: AtomicUsize::new(1),
+        tiling: std::sync::OnceLock::new(),
     })
 }
 

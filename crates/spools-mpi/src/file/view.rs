@@ -30,6 +30,23 @@ pub(crate) struct View {
     pub(crate) datarep: String,
 }
 
+/// Why copies of `filetype` laid one extent apart cannot tile a file (`None`: they can).
+fn tiling_defect(filetype: &TypeObj) -> Option<&'static str> {
+    let mut end = 0isize;
+    for &(off, len) in &filetype.blocks {
+        if off < end {
+            return Some("the filetype's displacements are negative or not in increasing order");
+        }
+        end = off + len as isize;
+    }
+    // Copy k holds its data at [k extent + first, k extent + end): the copies keep apart
+    // and in order while the data span no more than an extent (a filetype whose data
+    // start past 0, a lower bound above 0, is fine).
+    let first = filetype.blocks.first().map_or(0, |b| b.0);
+    (end - first > filetype.extent)
+        .then_some("the filetype's data reach past its extent (its copies would overlap)")
+}
+
 impl View {
     /// The view of a newly opened file: the whole file as bytes.
     pub(crate) fn bytes() -> Result<View, MpiError> {
@@ -67,23 +84,9 @@ impl View {
         if filetype.size % etype.size != 0 {
             return Err(bad("the filetype is not made of whole etypes"));
         }
-        let mut end = 0isize;
-        for &(off, len) in &filetype.blocks {
-            if off < end {
-                return Err(bad(
-                    "the filetype's displacements are negative or not in increasing order",
-                ));
-            }
-            end = off + len as isize;
-        }
-        // Copy k holds its data at [k extent + first, k extent + end): the copies keep
-        // apart and in order while the data span no more than an extent (a filetype
-        // whose data start past 0, a lower bound above 0, is fine).
-        let first = filetype.blocks.first().map_or(0, |b| b.0);
-        if end - first > filetype.extent {
-            return Err(bad(
-                "the filetype's data reach past its extent (its copies would overlap)",
-            ));
+        // A walk over every block, once per type (its identity: the type's own cache).
+        if let Some(why) = filetype.tiling.get_or_init(|| tiling_defect(&filetype)) {
+            return Err(bad(why));
         }
         Ok(View {
             disp,
@@ -313,5 +316,35 @@ mod tests {
         let mut t = build(&[(8, 3, int())], false).expect("build");
         t.extent = 8;
         assert!(View::new(0, (MPI_INT, int()), (0, Arc::new(t)), "native".into(), "t").is_err());
+    }
+
+    /// A filetype's blocks are walked at its first view only: the answer stays with the
+    /// type, for views that tile and for those refused, whatever the etype.
+    #[test]
+    fn a_filetype_is_checked_once_and_its_answer_kept() {
+        let view = |t: &Arc<TypeObj>| {
+            View::new(0, (MPI_INT, int()), (0, t.clone()), "native".into(), "t").map(|_| ())
+        };
+        let good = Arc::new(build(&[(0, 1, int()), (8, 2, int())], false).expect("build"));
+        assert!(good.tiling.get().is_none());
+        assert!(view(&good).is_ok());
+        assert_eq!(good.tiling.get(), Some(&None));
+        assert!(view(&good).is_ok());
+        let back = Arc::new(build(&[(8, 1, int()), (0, 1, int())], false).expect("build"));
+        assert!(view(&back).is_err());
+        assert!(matches!(back.tiling.get(), Some(Some(_))));
+        let e = view(&back).expect_err("refused again");
+        assert!(format!("{e:?}").contains("increasing order"), "{e:?}");
+        // The etype's own checks still come first, per call (12 bytes are not whole
+        // doubles).
+        let dbl = crate::datatype::dtype(MPI_DOUBLE).expect("double");
+        let v = View::new(
+            0,
+            (MPI_DOUBLE, dbl),
+            (0, good.clone()),
+            "native".into(),
+            "t",
+        );
+        assert!(v.is_err());
     }
 }
