@@ -287,8 +287,9 @@ impl Communicator {
     ///
     /// # Errors
     /// As [`Communicator::send`] and [`Communicator::recv`] (a `dest` or a tag out of
-    /// range before anything starts); a send that fails once started (a dead rank)
-    /// still waits for the receive, and its error is the one returned.
+    /// range before anything starts); a send that fails once started in the transport
+    /// (its peer died) still waits for the receive, and its error is the one returned;
+    /// an interrupt ends the call at once.
     #[allow(clippy::too_many_arguments)]
     pub fn sendrecv<T: Element, U: Element>(
         &self,
@@ -307,13 +308,22 @@ impl Communicator {
             recv_tag.into(),
             as_bytes_mut(buf),
         )?;
-        let sent = self
+        match self
             .core
-            .send_bytes(self.core.ctx, dest, st, as_bytes(data));
-        // The receive is finished even when the send failed: a message it already
-        // matched is delivered, not dropped with the posting.
-        let got = self.core.finish_bytes(g);
-        sent.and(got)
+            .send_bytes(self.core.ctx, dest, st, as_bytes(data))
+        {
+            Ok(()) => self.core.finish_bytes(g),
+            // A send that failed in the transport (its peer died): the receive is
+            // finished still, so that a message it already matched from a live rank is
+            // delivered, not dropped with the posting; the send's error is reported.
+            Err(e @ MsgError::Am(spools_am::AmError::Fabric(_))) => {
+                let _ = self.core.finish_bytes(g);
+                Err(e)
+            }
+            // Anything else (an interrupt, which the wait took: waiting on would miss
+            // it) ends the call at once, the receive released.
+            Err(e) => Err(e),
+        }
     }
 
     /// Waits until a message matching `src` and `tag` can be received and describes it

@@ -159,6 +159,15 @@ pub enum FileError {
     /// Options that cannot go together.
     #[error("{0}")]
     Options(&'static str),
+    /// A read-only open of a striped set found it replaced by commits elsewhere between
+    /// its look at the manifest and the opening of its unit files, every time it looked.
+    #[error("{path}: the set was replaced by commits elsewhere at each of {looks} looks while it was opened read-only: open it again")]
+    KeptChanging {
+        /// The set's manifest.
+        path: PathBuf,
+        /// How many times it looked.
+        looks: u32,
+    },
     /// A node-local unit is stored on a host other than the one of the rank that must
     /// serve it (`unit % ranks`): the file is read with another placement of ranks on
     /// hosts than it was written with.
@@ -213,6 +222,9 @@ impl FileError {
             | FileError::ZarrChunk { .. } => ErrorKind::Damaged,
             FileError::Format { defect, .. } => defect.kind(),
             FileError::NotReplaced { .. } => ErrorKind::Exists,
+            // Commits elsewhere kept replacing the set: the file system's state, as an
+            // I/O error is (opening again may succeed).
+            FileError::KeptChanging { .. } => ErrorKind::Io,
             FileError::Options(_) => ErrorKind::BadArgument,
             FileError::Remote { cause, .. } | FileError::Declined(cause) => cause.kind,
         }

@@ -169,7 +169,8 @@ fn open_next(
 
 /// Looks a read-only open takes at most: a commit elsewhere that replaced the version
 /// between rank 0's look and the ranks' opening of its unit files sends the ranks back
-/// to look again, as often as that (rank 0 looks once more after each opening).
+/// to look again, as often as that (rank 0 looks once more after each opening); a set
+/// replaced at every look is [`FileError::KeptChanging`] on every rank.
 const LOOKS: u32 = 64;
 
 /// Internal to the tests (see docs/configuration.md): a shell command rank 0 runs once
@@ -210,13 +211,19 @@ fn open_current(comm: &Communicator, path: &Path) -> Result<State, FileError> {
         // missing: damage, which RAID-5 reads rebuild, or a version a commit elsewhere
         // removed). Rank 0 looks again: a manifest that changed since its first look
         // means the files opened may belong to no version it names (removed, or a slot
-        // reused by a commit under way), and every rank starts over. Versions only
-        // grow, so the same manifest means the same version's files.
-        let moved =
-            comm.rank() == 0 && looks < LOOKS && Source::look(path).map_or(true, |now| now != seen);
+        // reused by a commit under way), and every rank starts over, or, at the last
+        // look, fails alike. Versions only grow, so the same manifest means the same
+        // version's files.
+        let moved = comm.rank() == 0 && Source::look(path).map_or(true, |now| now != seen);
         let moved = comm.bcast_bytes(0, &[u8::from(moved)])?;
         if moved.first() != Some(&1) {
             return Ok(current);
+        }
+        if looks >= LOOKS {
+            return Err(FileError::KeptChanging {
+                path: path.to_path_buf(),
+                looks,
+            });
         }
     }
 }
