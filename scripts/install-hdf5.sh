@@ -15,7 +15,7 @@ if /sbin/ldconfig -p 2>/dev/null | grep -E 'libhdf5(_serial)?\.so\.(103|200|310|
 fi
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-$SUDO apt-get update -qq
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
 # bookworm: libhdf5-103-1; Ubuntu 24.04: libhdf5-103-1t64; trixie: libhdf5-310.
 pkg=""
 for p in libhdf5-103-1 libhdf5-103-1t64 libhdf5-310; do
@@ -29,5 +29,5 @@ if [ -z "$pkg" ]; then
   exit 1
 fi
 echo "== installing $pkg (the HDF5 C library) from Debian"
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$pkg" >/dev/null
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$pkg" >/dev/null
 /sbin/ldconfig -p | grep -E 'libhdf5(_serial)?\.so\.' >/dev/null

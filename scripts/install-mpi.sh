@@ -29,8 +29,8 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 updated=0
 apt_install() {
-  if [ "$updated" = 0 ]; then $SUDO apt-get update -qq; updated=1; fi
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "$@" >/dev/null
+  if [ "$updated" = 0 ]; then $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq; updated=1; fi
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq "$@" >/dev/null
 }
 
 if ! { command -v mpirun.openmpi >/dev/null || command -v mpirun >/dev/null; } \

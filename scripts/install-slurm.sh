@@ -42,8 +42,8 @@ if [ ! -e "$policy" ]; then
   $SUDO chmod 755 "$policy"
   trap '$SUDO rm -f "$policy"' EXIT
 fi
-$SUDO apt-get update -qq
-DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq \
+$SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq \
   slurmctld slurmd slurm-client libpmi2-0 libpmix-dev >/dev/null
 command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v srun >/dev/null
 echo "== Slurm $(dpkg-query -W -f='${Version}' slurmd) installed"

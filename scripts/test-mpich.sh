@@ -50,7 +50,7 @@ if [ ! -f "$src/configure" ]; then
         exit 1
       fi
       sed -e 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources > "$list"
-      apt-get update -qq
+      apt-get -o DPkg::Lock::Timeout=600 update -qq
     fi
     (cd "$root/dl" && apt-get source -qq --download-only "mpich=$deb_version")
   fi

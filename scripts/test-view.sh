@@ -19,8 +19,8 @@ source scripts/py-venv.sh
 if [ "${SPOOLS_VIEW_BROWSER:-chromium}" = firefox ]; then
   if [ ! -x /usr/bin/firefox-esr ]; then
     SUDO=""; if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq firefox-esr >/dev/null
+    $SUDO apt-get -o DPkg::Lock::Timeout=600 update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get -o DPkg::Lock::Timeout=600 install -y -qq firefox-esr >/dev/null
   fi
   if [ ! -x target/tools/bin/geckodriver ]; then
     cargo install --quiet --locked --root target/tools geckodriver
