@@ -8,6 +8,129 @@
 #include <string.h>
 #include "check.h"
 
+/* Receives into non-contiguous datatypes, unpacked piece by piece as the message
+ * arrives: a struct of three runs per element (an int, two shorts 4 bytes apart, a
+ * double), whole messages of 40 B to 3 MiB (eager and streamed) through MPI_Recv and
+ * MPI_Irecv from a named source and from any; a message that ends inside an element;
+ * and truncation, which leaves every byte of the buffer as it was. */
+struct three { int a; short pad0; short b; short pad1; short c; double d; };
+
+static void fill3(struct three *t, long n, int who) {
+  for (long i = 0; i < n; i++) {
+    t[i].a = who * 1000003 + (int)i;
+    t[i].b = (short)(i * 7 + who);
+    t[i].c = (short)(i * 11 - who);
+    t[i].d = who + i * 0.5;
+    t[i].pad0 = t[i].pad1 = -5;
+  }
+}
+
+static long bad3(const struct three *t, long n, int who) {
+  long bad = 0;
+  for (long i = 0; i < n; i++)
+    bad += t[i].a != who * 1000003 + (int)i || t[i].b != (short)(i * 7 + who) ||
+           t[i].c != (short)(i * 11 - who) || t[i].d != who + i * 0.5 || t[i].pad0 != -1 ||
+           t[i].pad1 != -1;
+  return bad;
+}
+
+static void scattered(int rank, int size, int right, int left) {
+  MPI_Datatype three;
+  MPI_Aint disp[3] = {offsetof(struct three, a), offsetof(struct three, b), offsetof(struct three, d)};
+  MPI_Datatype sh2;
+  OK(MPI_Type_create_hvector(2, 1, 4, MPI_SHORT, &sh2));
+  MPI_Datatype parts[3] = {MPI_INT, sh2, MPI_DOUBLE};
+  int one3[3] = {1, 1, 1};
+  MPI_Datatype st3;
+  OK(MPI_Type_create_struct(3, one3, disp, parts, &st3));
+  OK(MPI_Type_create_resized(st3, 0, sizeof(struct three), &three));
+  OK(MPI_Type_commit(&three));
+  OK(MPI_Type_free(&st3));
+  OK(MPI_Type_free(&sh2));
+  int ts;
+  OK(MPI_Type_size(three, &ts));
+  CHECK(ts == 16, "struct three size %d", ts);
+  long counts[4] = {2, 300, 70000, 196608}; /* 32 B, 4.7 KiB, 1.1 MiB, 3 MiB of data */
+  for (int k = 0; k < 4; k++) {
+    long n = counts[k];
+    struct three *out = malloc(n * sizeof *out), *in = malloc(n * sizeof *in);
+    CHECK(out && in, "malloc");
+    fill3(out, n, rank);
+    for (int way = 0; way < 3; way++) {
+      memset(in, 0xff, n * sizeof *in); /* every gap -1 */
+      MPI_Status s;
+      MPI_Request r;
+      int tag = 500 + 3 * k + way;
+      if (way == 0) {
+        OK(MPI_Irecv(in, (int)n, three, left, tag, MPI_COMM_WORLD, &r));
+        OK(MPI_Send(out, (int)n, three, right, tag, MPI_COMM_WORLD));
+        OK(MPI_Wait(&r, &s));
+      } else if (way == 1) {
+        OK(MPI_Isend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
+        OK(MPI_Recv(in, (int)n, three, left, tag, MPI_COMM_WORLD, &s));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else {
+        /* From any source: the left neighbour is the only one sending this tag. */
+        OK(MPI_Isend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
+        OK(MPI_Recv(in, (int)n, three, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &s));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      }
+      int cnt = -1;
+      OK(MPI_Get_count(&s, three, &cnt));
+      CHECK(cnt == n && s.MPI_SOURCE == left, "scattered %ld way %d: count %d from %d", n, way, cnt, s.MPI_SOURCE);
+      long bad = bad3(in, n, left);
+      CHECK(bad == 0, "scattered %ld way %d: %ld elements wrong", n, way, bad);
+    }
+    /* A message of 3 elements and 10 bytes (the int, both shorts, 2 bytes of the
+     * double) into room for n: the elements, the two bytes, nothing past them. */
+    if (n >= 4) {
+      char packed[4 * 16];
+      int pos = 0;
+      OK(MPI_Pack(out, 4, three, packed, sizeof packed, &pos, MPI_COMM_WORLD));
+      CHECK(pos == 64, "packed %d bytes", pos);
+      memset(in, 0xff, n * sizeof *in);
+      MPI_Request q;
+      MPI_Status st;
+      OK(MPI_Irecv(in, (int)n, three, left, 520 + k, MPI_COMM_WORLD, &q));
+      OK(MPI_Send(packed, 3 * 16 + 10, MPI_BYTE, right, 520 + k, MPI_COMM_WORLD));
+      OK(MPI_Wait(&q, &st));
+      int cnt = 0, el = 0;
+      OK(MPI_Get_count(&st, three, &cnt));
+      OK(MPI_Get_elements(&st, three, &el));
+      /* 2 bytes of a double are no whole basic element: both undefined. */
+      CHECK(cnt == MPI_UNDEFINED && el == MPI_UNDEFINED, "part: count %d elements %d", cnt, el);
+      CHECK(bad3(in, 3, left) == 0, "part: whole elements wrong");
+      struct three want[4];
+      fill3(want, 4, left);
+      const unsigned char *d = (const unsigned char *)&in[3].d, *w = (const unsigned char *)&want[3].d;
+      CHECK(in[3].a == want[3].a && in[3].b == want[3].b && in[3].c == want[3].c && d[0] == w[0] &&
+            d[1] == w[1] && d[2] == 0xff && d[7] == 0xff && in[4].a == -1,
+            "part: element 3 %d %d %d, bytes %x %x %x", in[3].a, in[3].b, in[3].c, d[0], d[1], d[2]);
+    }
+    /* Truncation: n elements into room for n - 1 (n / 2 for the long ones), under
+     * MPI_ERRORS_RETURN; the buffer is left as it was. */
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    memset(in, 0xff, n * sizeof *in);
+    long room = n > 1000 ? n / 2 : n - 1;
+    MPI_Request r;
+    MPI_Status st;
+    OK(MPI_Isend(out, (int)n, three, right, 530 + k, MPI_COMM_WORLD, &r));
+    int rc = MPI_Recv(in, (int)room, three, left, 530 + k, MPI_COMM_WORLD, &st), cls = -1;
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "scattered truncation of %ld: class %d", n, cls);
+    OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    const unsigned char *bytes = (const unsigned char *)in;
+    long touched = 0;
+    for (long i = 0; i < n * (long)sizeof *in; i++) touched += bytes[i] != 0xff;
+    CHECK(touched == 0, "scattered truncation of %ld: %ld bytes written", n, touched);
+    free(out);
+    free(in);
+  }
+  OK(MPI_Type_free(&three));
+  (void)size;
+}
+
 int main(int argc, char **argv) {
   int provided, rank, size, queried, is_main;
   int single = argc > 1 && strcmp(argv[1], "single") == 0;
@@ -248,6 +371,7 @@ int main(int argc, char **argv) {
   }
   free(s);
   free(r);
+  scattered(rank, size, right, left);
 
   OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("ok p2p %d ranks at level %d\n", size, provided == MPI_THREAD_SINGLE ? 0 : 3);

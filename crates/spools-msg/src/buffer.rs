@@ -118,6 +118,8 @@ pub(crate) enum RecvBuf {
     Fixed(Buf),
     /// A vector the protocol sizes to the message.
     Alloc(Vec<u8>),
+    /// The caller's scattered memory, written piece by piece (never pulled whole).
+    Scatter(Box<dyn crate::ScatterBuf>),
 }
 
 impl RecvBuf {
@@ -126,6 +128,7 @@ impl RecvBuf {
         match self {
             RecvBuf::Fixed(b) => b.take(),
             RecvBuf::Alloc(v) => v,
+            RecvBuf::Scatter(_) => Vec::new(),
         }
     }
 }

@@ -55,6 +55,7 @@ mod protocol;
 mod recv_start;
 mod request;
 mod rpc;
+mod scatter_buf;
 mod status;
 
 pub use coll::{CollRequest, InterRoot, Sides, INTER_FLAT_PAIRS};
@@ -69,6 +70,7 @@ pub use pinned_buf::PinnedBuf;
 pub use recv_start::PendingRecv;
 pub use request::{wait_all, wait_any, wait_any_at, Request};
 pub use rpc::{RpcFn, RpcHandle};
+pub use scatter_buf::ScatterBuf;
 pub use status::{Completion, Source, Status, Tag, ANY_SOURCE, ANY_TAG};
 
 /// Feeds untrusted bytes to the decoders of the message protocol's own wire format

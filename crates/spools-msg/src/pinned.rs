@@ -1,7 +1,9 @@
 //! Non-blocking sends and receives on memory the caller owns, without a copy: the
 //! engine reads or writes the caller's memory in place and keeps its owner alive until it
 //! is done with it, also when the [`Request`] is dropped before it completes. A language
-//! binding posts a foreign array this way (Python's `irecv` fills a numpy array in place).
+//! binding posts a foreign array this way (Python's `irecv` fills a numpy array in place),
+//! and an MPI receive into a non-contiguous datatype takes the message piece by piece
+//! ([`Communicator::irecv_scatter`]).
 
 use crate::buffer::{Buf, RecvBuf};
 use crate::communicator::Communicator;
@@ -9,6 +11,7 @@ use crate::engine::SendStart;
 use crate::error::MsgError;
 use crate::pinned_buf::PinnedBuf;
 use crate::request::Request;
+use crate::scatter_buf::ScatterBuf;
 use crate::status::{Source, Tag};
 
 impl Communicator {
@@ -68,6 +71,47 @@ impl Communicator {
         let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
         let b = Buf::pinned(Box::new(buf));
         let id = self.core.engine.post_recv(p, RecvBuf::Fixed(b));
+        Ok(Request::recv(self.core.clone(), id))
+    }
+
+    /// Starts receiving into scattered memory: `buf` puts each piece of the message in
+    /// place as it arrives ([`ScatterBuf`]), with no packed copy of the whole message
+    /// made first. A message longer than its capacity is truncated
+    /// ([`MsgError::Truncated`] from `wait`, nothing written). `buf` is dropped when
+    /// the operation is released, as [`Communicator::irecv_pinned`]'s.
+    ///
+    /// ```
+    /// use spools::ScatterBuf;
+    /// // Every other byte of 8.
+    /// struct Odd(std::sync::Arc<std::sync::Mutex<[u8; 8]>>);
+    /// impl ScatterBuf for Odd {
+    ///     fn capacity(&self) -> usize { 4 }
+    ///     fn write_at(&mut self, offset: usize, data: &[u8]) {
+    ///         let mut m = self.0.lock().unwrap();
+    ///         for (i, b) in data.iter().enumerate() { m[2 * (offset + i) + 1] = *b; }
+    ///     }
+    /// }
+    /// let world = spools::init().unwrap();
+    /// let mem = std::sync::Arc::new(std::sync::Mutex::new([0u8; 8]));
+    /// let r = world.irecv_scatter(Odd(mem.clone()), 0, 4).unwrap();
+    /// world.send(&[1u8, 2, 3, 4], 0, 4).unwrap();
+    /// assert_eq!(r.wait().unwrap().status.len, 4);
+    /// assert_eq!(*mem.lock().unwrap(), [0, 1, 0, 2, 0, 3, 0, 4]);
+    /// ```
+    ///
+    /// # Errors
+    /// [`MsgError::BadRank`], [`MsgError::BadTag`].
+    pub fn irecv_scatter(
+        &self,
+        buf: impl ScatterBuf,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<Request, MsgError> {
+        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
+        let id = self
+            .core
+            .engine
+            .post_recv(p, RecvBuf::Scatter(Box::new(buf)));
         Ok(Request::recv(self.core.clone(), id))
     }
 }

@@ -4,6 +4,7 @@
 //! buffers.
 
 pub(crate) mod external;
+pub(crate) mod runs;
 pub(crate) mod typeattr;
 pub(crate) mod typector;
 pub(crate) mod typeinfo;
@@ -77,6 +78,8 @@ pub(crate) struct TypeObj {
     /// found at its first `MPI_File_set_view` and kept (`file::View::new`): a view is
     /// checked once per type, not once per call.
     pub(crate) tiling: std::sync::OnceLock<Option<&'static str>>,
+    /// `blocks` as strided progressions, made at the first pack or unpack.
+    progs: OnceLock<Vec<runs::Prog>>,
 }
 
 /// The constructor of a datatype and its arguments, as `MPI_Type_get_contents` gives
@@ -100,6 +103,11 @@ impl TypeObj {
         self.extent == self.size as isize
             && self.blocks.len() <= 1
             && self.blocks.first().is_none_or(|b| b.0 == 0)
+    }
+
+    /// One element's blocks as strided progressions, in packed order.
+    pub(crate) fn progs(&self) -> &[runs::Prog] {
+        self.progs.get_or_init(|| runs::progressions(&self.blocks))
     }
 
     fn named(h: MPI_Datatype, size: usize, basic: Basic, basic_size: usize) -> TypeObj {
@@ -132,6 +140,7 @@ impl TypeObj {
             attrs: crate::comm::attr::Attrs::default(),
             handles: AtomicUsize::new(1),
             tiling: std::sync::OnceLock::new(),
+            progs: OnceLock::new(),
         }
     }
 
@@ -160,6 +169,7 @@ impl TypeObj {
             attrs: crate::comm::attr::Attrs::default(),
             handles: AtomicUsize::new(1),
             tiling: std::sync::OnceLock::new(),
+            progs: OnceLock::new(),
         }
     }
 }
@@ -550,17 +560,27 @@ pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> 
         // SAFETY: the caller's contract: `count * size` contiguous bytes at `buf`.
         return unsafe { std::slice::from_raw_parts(buf, count * t.size) }.to_vec();
     }
-    let mut v = Vec::with_capacity(count * t.size);
-    for i in 0..count {
-        let base = i as isize * t.extent;
-        for &(off, len) in &t.blocks {
-            // SAFETY: within the caller's `count` elements of `t`. `wrapping_offset`, as
-            // below: `buf` may be MPI_BOTTOM (null) with absolute displacements, where
-            // `offset`'s rule (within one allocation) does not hold and an optimised build
-            // took the sum for null.
-            let s = unsafe { std::slice::from_raw_parts(buf.wrapping_offset(base + off), len) };
-            v.extend_from_slice(s);
+    let total = count * t.size;
+    let mut v = Vec::with_capacity(total);
+    let progs = t.progs();
+    let mut at = v.as_mut_ptr();
+    // SAFETY: within the caller's `count` elements of `t` (from MPI_BOTTOM too: the
+    // addresses are formed by wrapping arithmetic, as `offset`'s rule, within one
+    // allocation, does not hold for absolute displacements); `v` has room for the
+    // `count * size` bytes of data, which the loops write in full before `set_len`.
+    unsafe {
+        if let Some(p) = runs::across(progs, count, t.extent) {
+            at = runs::gather(buf, &p, at);
+        } else {
+            for i in 0..count {
+                let base = buf.wrapping_offset(i as isize * t.extent);
+                for p in progs {
+                    at = runs::gather(base, p, at);
+                }
+            }
         }
+        debug_assert_eq!(at as usize - v.as_ptr() as usize, total);
+        v.set_len(total);
     }
     v
 }
@@ -575,28 +595,43 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), buf, data.len()) };
         return;
     }
-    let mut at = 0usize;
-    let mut i = 0isize;
-    while at < data.len() {
-        for &(off, len) in &t.blocks {
-            if at >= data.len() {
-                return;
-            }
-            let n = len.min(data.len() - at);
-            // SAFETY: within the caller's elements of `t` (from MPI_BOTTOM too, hence
-            // `wrapping_offset`); `data[at..at + n]` exists.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    data.as_ptr().add(at),
-                    buf.wrapping_offset(i * t.extent + off),
-                    n,
-                );
-            }
-            at += n;
-        }
-        i += 1;
-        if t.blocks.is_empty() {
-            return;
+    // SAFETY: the caller's contract (from MPI_BOTTOM too: `runs` forms the addresses
+    // with wrapping arithmetic).
+    unsafe { runs::scatter_at(t.progs(), t.size, t.extent, buf, 0, data) };
+}
+
+/// The program's memory of a receive into a non-contiguous datatype: the message's
+/// bytes are unpacked into it piece by piece as they arrive
+/// ([`spools_msg::ScatterBuf`]), without a packed copy of the whole message.
+pub(crate) struct Unpacker {
+    /// The program's buffer.
+    pub(crate) addr: usize,
+    /// Its elements' datatype.
+    pub(crate) t: Arc<TypeObj>,
+    /// The bytes of data its elements hold.
+    pub(crate) cap: usize,
+}
+
+impl spools_msg::ScatterBuf for Unpacker {
+    fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    fn write_at(&mut self, offset: usize, data: &[u8]) {
+        let end = offset.saturating_add(data.len());
+        assert!(end <= self.cap, "a piece past the receive's end");
+        // SAFETY: MPI's contract on a pending receive's buffer: `addr` holds elements
+        // of `t` with room for `cap` bytes of data, the operation's until it completes
+        // (the engine writes no piece after that, and none past `cap`: asserted above).
+        unsafe {
+            runs::scatter_at(
+                self.t.progs(),
+                self.t.size,
+                self.t.extent,
+                self.addr as *mut u8,
+                offset,
+                data,
+            );
         }
     }
 }
@@ -705,6 +740,7 @@ pub(crate) fn build(
         attrs: crate::comm::attr::Attrs::default(),
         handles: AtomicUsize::new(1),
         tiling: std::sync::OnceLock::new(),
+        progs: OnceLock::new(),
     })
 }
 

@@ -17,7 +17,7 @@ use spools::{Source, Tag};
 use crate::abi::*;
 use crate::comm::{comm, comm_ref, CommObj};
 use crate::datatype::{
-    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, TypeObj,
+    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, TypeObj, Unpacker,
 };
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
@@ -333,12 +333,19 @@ unsafe fn recv(
             // SAFETY: `cap` writable bytes (the caller's contract).
             let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) };
             c.comm.recv(dst, from, tag)
+        } else if cap > 0 {
+            // Unpacked piece by piece as it arrives.
+            let into = Unpacker {
+                addr: buf as usize,
+                t: t.arc(),
+                cap,
+            };
+            c.comm
+                .irecv_scatter(into, from, tag)
+                .and_then(|r| r.wait())
+                .map(|done| done.status)
         } else {
-            let mut tmp = vec![0u8; cap];
-            c.comm.recv(&mut tmp, from, tag).inspect(|st| {
-                // SAFETY: `buf` holds `count` elements of `t` (the caller's contract).
-                unsafe { unpack(&tmp[..st.len.min(cap)], buf.cast(), &t) };
-            })
+            c.comm.recv(&mut [0u8; 0], from, tag)
         };
         match result {
             Ok(st) => {
@@ -524,7 +531,22 @@ pub(crate) fn start_checked_recv(
                     direct: true,
                 });
             }
-            let req = c.comm.irecv(vec![0u8; len], from, tag)?;
+            if len > 0 {
+                // Unpacked piece by piece as it arrives.
+                let into = Unpacker {
+                    addr: buf,
+                    t: t.clone(),
+                    cap: len,
+                };
+                let req = c.comm.irecv_scatter(into, from, tag)?;
+                return Ok(Op::Recv {
+                    req,
+                    addr: buf,
+                    t,
+                    direct: true,
+                });
+            }
+            let req = c.comm.irecv(Vec::new(), from, tag)?;
             Op::Recv {
                 req,
                 addr: buf,

@@ -276,6 +276,16 @@ impl RecvSide {
                 v.extend_from_slice(data);
                 RecvOutcome::Received(msg)
             }
+            RecvBuf::Scatter(s) if data.len() > s.capacity() => RecvOutcome::Truncated {
+                msg,
+                capacity: s.capacity(),
+            },
+            RecvBuf::Scatter(s) => {
+                if !data.is_empty() {
+                    s.write_at(0, data);
+                }
+                RecvOutcome::Received(msg)
+            }
         };
         self.complete(id, outcome);
     }
@@ -303,17 +313,21 @@ impl RecvSide {
                 true
             }
             RecvBuf::Alloc(_) => false,
+            RecvBuf::Scatter(s) => s.capacity() >= len,
         };
         let capacity = match &op.buf {
             RecvBuf::Fixed(b) => b.len(),
             RecvBuf::Alloc(v) => v.len(),
+            RecvBuf::Scatter(s) => s.capacity(),
         };
+        // Scattered memory takes the data as it streams, piece by piece.
+        let whole = !matches!(op.buf, RecvBuf::Scatter(_));
         let msg = MessageInfo {
             src: env.src,
             tag: env.tag,
             len,
         };
-        if let Some(at) = at.filter(|_| fits && len > 0) {
+        if let Some(at) = at.filter(|_| fits && len > 0 && whole) {
             op.state = RecvState::Pulling { msg };
             self.pulls.push_back(Pull {
                 recv_id: id,
@@ -374,11 +388,12 @@ impl RecvSide {
             return;
         };
         let len = pull.len;
-        let dst = match &mut op.buf {
-            RecvBuf::Fixed(b) => b.slice_mut(0, len),
-            RecvBuf::Alloc(v) => &mut v[..len],
+        let copied = match &mut op.buf {
+            RecvBuf::Fixed(b) => fill(b.slice_mut(0, len)),
+            RecvBuf::Alloc(v) => fill(&mut v[..len]),
+            // Never queued for a pull (`start_rendezvous`): it streams.
+            RecvBuf::Scatter(_) => false,
         };
-        let copied = fill(dst);
         if copied {
             self.cts.push_back(cts(true));
             self.complete(pull.recv_id, RecvOutcome::Received(msg));
@@ -429,6 +444,7 @@ impl RecvSide {
         match &mut op.buf {
             RecvBuf::Fixed(b) => b.write(off, payload),
             RecvBuf::Alloc(v) => v[off..off + payload.len()].copy_from_slice(payload),
+            RecvBuf::Scatter(s) => s.write_at(off, payload),
         }
         *got += payload.len();
         if *got >= msg.len {
