@@ -9,10 +9,11 @@
 #include "check.h"
 
 /* Receives into non-contiguous datatypes, unpacked piece by piece as the message
- * arrives: a struct of three runs per element (an int, two shorts 4 bytes apart, a
- * double), whole messages of 40 B to 3 MiB (eager and streamed) through MPI_Recv and
- * MPI_Irecv from a named source and from any; a message that ends inside an element;
- * and truncation, which leaves every byte of the buffer as it was. */
+ * arrives, from sends packed piece by piece as they leave: a struct of three runs per
+ * element (an int, two shorts 4 bytes apart, a double), whole messages of 32 B to
+ * 3 MiB (eager and streamed) through MPI_Send, MPI_Isend and MPI_Issend to MPI_Recv
+ * and MPI_Irecv from a named source and from any; a message that ends inside an
+ * element; and truncation, which leaves every byte of the buffer as it was. */
 struct three { int a; short pad0; short b; short pad1; short c; double d; };
 
 static void fill3(struct three *t, long n, int who) {
@@ -56,11 +57,11 @@ static void scattered(int rank, int size, int right, int left) {
     struct three *out = malloc(n * sizeof *out), *in = malloc(n * sizeof *in);
     CHECK(out && in, "malloc");
     fill3(out, n, rank);
-    for (int way = 0; way < 3; way++) {
+    for (int way = 0; way < 4; way++) {
       memset(in, 0xff, n * sizeof *in); /* every gap -1 */
       MPI_Status s;
       MPI_Request r;
-      int tag = 500 + 3 * k + way;
+      int tag = 500 + 4 * k + way;
       if (way == 0) {
         OK(MPI_Irecv(in, (int)n, three, left, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Send(out, (int)n, three, right, tag, MPI_COMM_WORLD));
@@ -69,9 +70,14 @@ static void scattered(int rank, int size, int right, int left) {
         OK(MPI_Isend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Recv(in, (int)n, three, left, tag, MPI_COMM_WORLD, &s));
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
-      } else {
+      } else if (way == 2) {
         /* From any source: the left neighbour is the only one sending this tag. */
         OK(MPI_Isend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
+        OK(MPI_Recv(in, (int)n, three, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &s));
+        OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else {
+        /* Synchronous mode, packed as it leaves whatever its length. */
+        OK(MPI_Issend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Recv(in, (int)n, three, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &s));
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
       }

@@ -17,6 +17,17 @@ enum Owner {
     /// A caller's memory kept alive by its owner (see [`crate::PinnedBuf`]); dropped
     /// when the operation is released (held only to keep the memory alive).
     Pinned(#[allow(dead_code)] Box<dyn crate::PinnedBuf>),
+    /// A caller's memory that is not one run: its bytes are packed piece by piece into
+    /// `scratch` as they are read (see [`crate::GatherBuf`]).
+    Gather(Box<Gathered>),
+}
+
+/// A gathered buffer's source and the piece of it packed last.
+struct Gathered {
+    src: Box<dyn crate::GatherBuf>,
+    scratch: Vec<u8>,
+    /// The offset and length `scratch` holds.
+    held: Option<(usize, usize)>,
 }
 
 // SAFETY: the pointer is either into `owner` (moved with it; a Vec's heap block does not
@@ -41,6 +52,27 @@ impl Buf {
             len: b.len(),
             owner: Some(Owner::Pinned(b)),
         }
+    }
+
+    /// A buffer over a caller's memory that is not one run (a send of a non-contiguous
+    /// datatype), packed piece by piece as it is read: no packed copy of the whole
+    /// message is made for a message that streams.
+    pub(crate) fn gathered(src: Box<dyn crate::GatherBuf>) -> Buf {
+        Buf {
+            ptr: std::ptr::null_mut(),
+            len: src.len(),
+            owner: Some(Owner::Gather(Box::new(Gathered {
+                src,
+                scratch: Vec::new(),
+                held: None,
+            }))),
+        }
+    }
+
+    /// Whether the bytes are packed as they are read ([`Buf::gathered`]): they are
+    /// not in memory for anyone to take whole.
+    pub(crate) fn is_gathered(&self) -> bool {
+        matches!(self.owner, Some(Owner::Gather(_)))
     }
 
     /// # Safety
@@ -91,11 +123,22 @@ impl Buf {
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
     }
 
-    /// The `len` bytes at offset `off`; the caller checks `off + len <= len()`.
-    pub(crate) fn read(&self, off: usize, len: usize) -> &[u8] {
+    /// The `len` bytes at offset `off` (packed into the buffer's scratch first when it
+    /// is gathered); the caller checks `off + len <= len()`.
+    pub(crate) fn read(&mut self, off: usize, len: usize) -> &[u8] {
         assert!(off.checked_add(len).is_some_and(|end| end <= self.len));
         if len == 0 {
             return &[];
+        }
+        if let Some(Owner::Gather(g)) = &mut self.owner {
+            if g.held != Some((off, len)) {
+                if g.scratch.len() < len {
+                    g.scratch.resize(len, 0);
+                }
+                g.src.read_at(off, &mut g.scratch[..len]);
+                g.held = Some((off, len));
+            }
+            return &g.scratch[..len];
         }
         // SAFETY: as for `write`.
         unsafe { std::slice::from_raw_parts(self.ptr.add(off), len) }
@@ -130,5 +173,42 @@ impl RecvBuf {
             RecvBuf::Alloc(v) => v,
             RecvBuf::Scatter(_) => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes `offset + i` of a message of 1000, counting its reads.
+    struct Counting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+    impl crate::GatherBuf for Counting {
+        fn len(&self) -> usize {
+            1000
+        }
+        fn read_at(&mut self, offset: usize, out: &mut [u8]) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            for (i, b) in out.iter_mut().enumerate() {
+                *b = (offset + i) as u8;
+            }
+        }
+    }
+
+    #[test]
+    fn a_gathered_buffer_packs_each_piece_once_as_it_is_read() {
+        let reads = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let mut b = Buf::gathered(Box::new(Counting(reads.clone())));
+        assert!(b.is_gathered());
+        assert_eq!(b.len(), 1000);
+        assert_eq!(b.read(0, 3), [0, 1, 2]);
+        // The same piece again (a chunk the transport had no room for): no new read.
+        assert_eq!(b.read(0, 3), [0, 1, 2]);
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 1);
+        let last = b.read(990, 10).to_vec();
+        assert_eq!(last, (990..1000).map(|v| v as u8).collect::<Vec<_>>());
+        assert_eq!(b.read(0, 0), [0u8; 0]);
+        assert_eq!(reads.load(std::sync::atomic::Ordering::Relaxed), 2);
+        assert!(b.take().is_empty());
     }
 }

@@ -9,6 +9,7 @@ use crate::buffer::{Buf, RecvBuf};
 use crate::communicator::Communicator;
 use crate::engine::SendStart;
 use crate::error::MsgError;
+use crate::gather_buf::GatherBuf;
 use crate::pinned_buf::PinnedBuf;
 use crate::request::Request;
 use crate::scatter_buf::ScatterBuf;
@@ -113,5 +114,80 @@ impl Communicator {
             .engine
             .post_recv(p, RecvBuf::Scatter(Box::new(buf)));
         Ok(Request::recv(self.core.clone(), id))
+    }
+
+    /// Starts sending memory that is not one run: `data` packs each piece of the
+    /// message as it leaves ([`GatherBuf`]). A message that streams (a rendezvous) is
+    /// never packed whole; a short or eager one is packed whole at once, as it leaves.
+    /// `data` is dropped when the operation is released, as
+    /// [`Communicator::isend_pinned`]'s. [`Request::wait`]'s completion has an empty
+    /// `buf`.
+    ///
+    /// ```
+    /// use spools::GatherBuf;
+    /// // Every other byte of 8.
+    /// struct Odd([u8; 8]);
+    /// impl GatherBuf for Odd {
+    ///     fn len(&self) -> usize { 4 }
+    ///     fn read_at(&mut self, offset: usize, out: &mut [u8]) {
+    ///         for (i, b) in out.iter_mut().enumerate() { *b = self.0[2 * (offset + i) + 1]; }
+    ///     }
+    /// }
+    /// let world = spools::init().unwrap();
+    /// let s = world.isend_gather(Odd([0, 1, 0, 2, 0, 3, 0, 4]), 0, 5).unwrap();
+    /// let (got, _) = world.recv_vec(0, 5).unwrap();
+    /// s.wait().unwrap();
+    /// assert_eq!(got, [1, 2, 3, 4]);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn isend_gather(
+        &self,
+        data: impl GatherBuf,
+        dest: u32,
+        tag: i32,
+    ) -> Result<Request, MsgError> {
+        self.isend_gather_mode(data, dest, tag, false)
+    }
+
+    /// [`Communicator::isend_gather`] in synchronous mode: the request completes only
+    /// once a receive on `dest` matched the message (MPI's `MPI_Issend`).
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn issend_gather(
+        &self,
+        data: impl GatherBuf,
+        dest: u32,
+        tag: i32,
+    ) -> Result<Request, MsgError> {
+        self.isend_gather_mode(data, dest, tag, true)
+    }
+
+    fn isend_gather_mode(
+        &self,
+        data: impl GatherBuf,
+        dest: u32,
+        tag: i32,
+        synchronous: bool,
+    ) -> Result<Request, MsgError> {
+        let t = u32::try_from(tag).map_err(|_| MsgError::BadTag(tag))?;
+        let job = self.core.job_rank(dest)?;
+        let len = data.len();
+        let buf = Buf::gathered(Box::new(data));
+        let id = match self
+            .core
+            .engine
+            .start_send_mode(job, self.core.ctx, t, buf, synchronous)?
+        {
+            // Dropped here, outside the engine's lock: the message left.
+            SendStart::Complete(b) => {
+                drop(b);
+                None
+            }
+            SendStart::Rendezvous(id) => Some(id),
+        };
+        Ok(Request::send(self.core.clone(), id, Vec::new(), tag, len))
     }
 }

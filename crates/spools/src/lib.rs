@@ -75,8 +75,8 @@ pub use spools_io::{ExchangeError, ExchangeOptions, ExchangeStats, FileError, St
 pub use spools_map::{DType, Layout};
 pub use spools_msg::{
     as_bytes, as_bytes_mut, wait_all, wait_any, zip_with, CollRequest, Communicator, Completion,
-    DupRequest, Element, InterRoot, MsgError, Op, Request, RpcError, RpcHandle, ScatterBuf, Sides,
-    Source, Status, Tag, UserFn, Verdict, ANY_SOURCE, ANY_TAG, INTER_FLAT_PAIRS,
+    DupRequest, Element, GatherBuf, InterRoot, MsgError, Op, Request, RpcError, RpcHandle,
+    ScatterBuf, Sides, Source, Status, Tag, UserFn, Verdict, ANY_SOURCE, ANY_TAG, INTER_FLAT_PAIRS,
     MAX_LIVE_COMMUNICATORS,
 };
 pub use spools_proto::boot::SpawnProc;

@@ -562,24 +562,21 @@ pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> 
     }
     let total = count * t.size;
     let mut v = Vec::with_capacity(total);
-    let progs = t.progs();
-    let mut at = v.as_mut_ptr();
-    // SAFETY: within the caller's `count` elements of `t` (from MPI_BOTTOM too: the
-    // addresses are formed by wrapping arithmetic, as `offset`'s rule, within one
+    // SAFETY: within the caller's `count` elements of `t` (from MPI_BOTTOM too: `runs`
+    // forms the addresses with wrapping arithmetic, as `offset`'s rule, within one
     // allocation, does not hold for absolute displacements); `v` has room for the
-    // `count * size` bytes of data, which the loops write in full before `set_len`.
+    // `count * size` bytes of data, which `copy_at` writes in full before `set_len`.
     unsafe {
-        if let Some(p) = runs::across(progs, count, t.extent) {
-            at = runs::gather(buf, &p, at);
-        } else {
-            for i in 0..count {
-                let base = buf.wrapping_offset(i as isize * t.extent);
-                for p in progs {
-                    at = runs::gather(base, p, at);
-                }
-            }
-        }
-        debug_assert_eq!(at as usize - v.as_ptr() as usize, total);
+        runs::copy_at(
+            runs::Way::Pack,
+            t.progs(),
+            t.size,
+            t.extent,
+            buf.cast_mut(),
+            0,
+            v.as_mut_ptr(),
+            total,
+        );
         v.set_len(total);
     }
     v
@@ -597,7 +594,18 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
     }
     // SAFETY: the caller's contract (from MPI_BOTTOM too: `runs` forms the addresses
     // with wrapping arithmetic).
-    unsafe { runs::scatter_at(t.progs(), t.size, t.extent, buf, 0, data) };
+    unsafe {
+        runs::copy_at(
+            runs::Way::Unpack,
+            t.progs(),
+            t.size,
+            t.extent,
+            buf,
+            0,
+            data.as_ptr().cast_mut(),
+            data.len(),
+        )
+    };
 }
 
 /// The program's memory of a receive into a non-contiguous datatype: the message's
@@ -624,13 +632,53 @@ impl spools_msg::ScatterBuf for Unpacker {
         // of `t` with room for `cap` bytes of data, the operation's until it completes
         // (the engine writes no piece after that, and none past `cap`: asserted above).
         unsafe {
-            runs::scatter_at(
+            runs::copy_at(
+                runs::Way::Unpack,
                 self.t.progs(),
                 self.t.size,
                 self.t.extent,
                 self.addr as *mut u8,
                 offset,
-                data,
+                data.as_ptr().cast_mut(),
+                data.len(),
+            );
+        }
+    }
+}
+
+/// The program's memory of a send of a non-contiguous datatype: packed piece by piece
+/// as the message leaves ([`spools_msg::GatherBuf`]), without a packed copy of the whole
+/// message.
+pub(crate) struct Packer {
+    /// The program's buffer.
+    pub(crate) addr: usize,
+    /// Its elements' datatype.
+    pub(crate) t: Arc<TypeObj>,
+    /// The bytes of data its elements hold.
+    pub(crate) len: usize,
+}
+
+impl spools_msg::GatherBuf for Packer {
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn read_at(&mut self, offset: usize, out: &mut [u8]) {
+        let end = offset.saturating_add(out.len());
+        assert!(end <= self.len, "a piece past the send's end");
+        // SAFETY: MPI's contract on a pending send's buffer: `addr` holds elements of
+        // `t` with `len` bytes of data, left alone until the operation completes (the
+        // engine reads no piece after that, and none past `len`: asserted above).
+        unsafe {
+            runs::copy_at(
+                runs::Way::Pack,
+                self.t.progs(),
+                self.t.size,
+                self.t.extent,
+                self.addr as *mut u8,
+                offset,
+                out.as_mut_ptr(),
+                out.len(),
             );
         }
     }

@@ -123,36 +123,74 @@ pub(crate) unsafe fn scatter(data: *const u8, p: &Prog, base: *mut u8) -> *const
     }
 }
 
-/// Copies `data`, the packed bytes from `offset` on of elements of a type (one
-/// element's progressions `progs`, `size` bytes of data, `extent` apart), out to their
-/// places at `base`. The start is found by whole progressions, not block by block, so a
-/// message that arrives in pieces costs no more than one that arrives whole.
+/// Which way [`copy_at`] copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    /// From the packed bytes out to the elements (unpacking).
+    Unpack,
+    /// From the elements into the packed bytes (packing).
+    Pack,
+}
+
+/// Copies the packed bytes `offset..offset + len` of elements of a type (one element's
+/// progressions `progs`, `size` bytes of data, `extent` apart, at `base`) from or to
+/// `packed`, as `way` says. The start is found by whole progressions, not block by
+/// block, so a message that moves in pieces costs no more than one that moves whole.
 ///
 /// # Safety
-/// The elements of the type at `base` that the packed bytes `offset..offset +
-/// data.len()` belong to are writable (the addresses are formed with wrapping
-/// arithmetic) and do not overlap `data`; `size` is the sum of the progressions' bytes.
-pub(crate) unsafe fn scatter_at(
+/// The elements of the type at `base` that those packed bytes belong to are readable
+/// (packing) or writable (unpacking; the addresses are formed with wrapping
+/// arithmetic); `packed` holds `len` bytes, writable when packing, and does not overlap
+/// them; `size` is the sum of the progressions' bytes.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn copy_at(
+    way: Way,
     progs: &[Prog],
     size: usize,
     extent: isize,
     base: *mut u8,
     offset: usize,
-    mut data: &[u8],
+    packed: *mut u8,
+    len: usize,
 ) {
     if size == 0 {
         return;
     }
+    // Whole blocks of `p` at element `at`, from packed position `from`; `n` bytes of
+    // one block at `block` from packed position `from`.
+    let blocks = |p: &Prog, at: *mut u8, from: *mut u8| {
+        // SAFETY: the caller's contract, for the blocks the caller names.
+        unsafe {
+            match way {
+                Way::Unpack => {
+                    scatter(from, p, at);
+                }
+                Way::Pack => {
+                    gather(at, p, from);
+                }
+            }
+        }
+    };
+    let part = |block: *mut u8, from: *mut u8, n: usize| {
+        // SAFETY: as above.
+        unsafe {
+            match way {
+                Way::Unpack => std::ptr::copy_nonoverlapping(from, block, n),
+                Way::Pack => std::ptr::copy_nonoverlapping(block, from, n),
+            }
+        }
+    };
     let mut elem = offset / size;
     let mut skip = offset % size;
-    while !data.is_empty() {
+    let mut done = 0usize;
+    while done < len {
+        let left = len - done;
         let at = base.wrapping_offset((elem as isize).wrapping_mul(extent));
         if skip == 0 {
-            let whole = data.len() / size;
+            let whole = left / size;
             if let Some(p) = across(progs, whole, extent).filter(|_| whole > 0) {
-                // SAFETY: the caller's contract; `whole * size` bytes of `data`.
-                unsafe { scatter(data.as_ptr(), &p, at) };
-                data = &data[whole * size..];
+                blocks(&p, at, packed.wrapping_add(done));
+                done += whole * size;
                 elem += whole;
                 continue;
             }
@@ -170,33 +208,28 @@ pub(crate) unsafe fn scatter_at(
                 at.wrapping_offset(p.off.wrapping_add((k as isize).wrapping_mul(p.stride)))
             };
             if within > 0 {
-                let n = (p.len - within).min(data.len());
-                // SAFETY: the rest of block `k`, or as much of it as `data` has.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(data.as_ptr(), block(k).wrapping_add(within), n)
-                };
-                data = &data[n..];
+                let n = (p.len - within).min(len - done);
+                part(block(k).wrapping_add(within), packed.wrapping_add(done), n);
+                done += n;
                 k += 1;
             }
-            let m = (p.n - k).min(data.len() / p.len);
+            let m = (p.n - k).min((len - done) / p.len);
             if m > 0 {
                 let q = Prog {
                     off: p.off.wrapping_add((k as isize).wrapping_mul(p.stride)),
                     n: m,
                     ..*p
                 };
-                // SAFETY: blocks `k..k + m` of the progression; `m * len` bytes of `data`.
-                unsafe { scatter(data.as_ptr(), &q, at) };
-                data = &data[m * p.len..];
+                blocks(&q, at, packed.wrapping_add(done));
+                done += m * p.len;
                 k += m;
             }
-            if k < p.n && !data.is_empty() {
+            if k < p.n && done < len {
                 // Less than a block left: the start of block `k`.
-                // SAFETY: the first `data.len() < len` bytes of block `k`.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), block(k), data.len()) };
+                part(block(k), packed.wrapping_add(done), len - done);
                 return;
             }
-            if data.is_empty() {
+            if done == len {
                 return;
             }
         }
@@ -327,17 +360,60 @@ mod tests {
             while off < packed.len() {
                 let end = (off + piece).min(packed.len());
                 // SAFETY: every element lies within `m`.
-                unsafe { scatter_at(&p, size, extent, m.as_mut_ptr(), off, &packed[off..end]) };
+                unsafe {
+                    copy_at(
+                        Way::Unpack,
+                        &p,
+                        size,
+                        extent,
+                        m.as_mut_ptr(),
+                        off,
+                        packed[off..end].as_ptr().cast_mut(),
+                        end - off,
+                    )
+                };
                 off = end;
             }
             assert_eq!(m, want, "pieces of {piece}");
+            // Packed back in the same pieces: the packed bytes.
+            let mut back = vec![0u8; packed.len()];
+            let mut off = 0;
+            while off < back.len() {
+                let end = (off + piece).min(back.len());
+                // SAFETY: as above; `back[off..end]` is writable.
+                unsafe {
+                    copy_at(
+                        Way::Pack,
+                        &p,
+                        size,
+                        extent,
+                        m.as_mut_ptr(),
+                        off,
+                        back[off..].as_mut_ptr(),
+                        end - off,
+                    )
+                };
+                off = end;
+            }
+            assert_eq!(back, packed, "packed in pieces of {piece}");
         }
         // A vector's pieces continue across elements in one progression.
         let v = progressions(&[(0, 4), (8, 4)]);
         let data: Vec<u8> = (1..=24).collect();
         let mut m = vec![0u8; 48];
         // SAFETY: three elements of extent 16 lie within `m`.
-        unsafe { scatter_at(&v, 8, 16, m.as_mut_ptr(), 0, &data) };
+        unsafe {
+            copy_at(
+                Way::Unpack,
+                &v,
+                8,
+                16,
+                m.as_mut_ptr(),
+                0,
+                data.as_ptr().cast_mut(),
+                24,
+            )
+        };
         assert_eq!(&m[16..28], &[9, 10, 11, 12, 0, 0, 0, 0, 13, 14, 15, 16]);
     }
 }

@@ -17,7 +17,8 @@ use spools::{Source, Tag};
 use crate::abi::*;
 use crate::comm::{comm, comm_ref, CommObj};
 use crate::datatype::{
-    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, TypeObj, Unpacker,
+    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, Packer, TypeObj,
+    Unpacker,
 };
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
@@ -161,6 +162,22 @@ unsafe fn send(
             return Ok(());
         };
         let tag = send_tag(tag, call)?;
+        let len = n * t.size;
+        if !buffered && !t.contiguous() && len > 0 {
+            // Packed piece by piece as it leaves.
+            let from = Packer {
+                addr: buf as usize,
+                t: t.arc(),
+                len,
+            };
+            let r = if synchronous(call) {
+                c.comm.issend_gather(from, to, tag)?
+            } else {
+                c.comm.isend_gather(from, to, tag)?
+            };
+            r.wait()?;
+            return Ok(());
+        }
         // SAFETY: the caller's contract.
         let bytes = unsafe { data(buf, n, &t) };
         if buffered {
@@ -475,6 +492,19 @@ pub(crate) unsafe fn start_checked_send(
             if s.t.contiguous() && len > 0 && !synchronous(call) {
                 let m = ProgramMemory { addr: buf, len };
                 return Ok(Op::Send(Some(s.c.comm.isend_pinned(m, to, s.tag)?)));
+            }
+            if !s.t.contiguous() && len > 0 {
+                // Packed piece by piece as it leaves.
+                let from = Packer {
+                    addr: buf,
+                    t: s.t.clone(),
+                    len,
+                };
+                return Ok(Op::Send(Some(if synchronous(call) {
+                    s.c.comm.issend_gather(from, to, s.tag)?
+                } else {
+                    s.c.comm.isend_gather(from, to, s.tag)?
+                })));
             }
             // SAFETY: the caller's contract.
             let bytes = unsafe { data(buf as *const c_void, s.n, &s.t) }.into_owned();

@@ -38,7 +38,7 @@ impl Engine {
         dest: u32,
         ctx: u32,
         tag: u32,
-        buf: Buf,
+        mut buf: Buf,
         synchronous: bool,
     ) -> Result<SendStart, MsgError> {
         let h = self.handler_ids()?;
@@ -67,9 +67,14 @@ impl Engine {
                 Ok(SendStart::Complete(buf))
             }
             SendProtocol::Rendezvous => {
-                // SAFETY: `buf` becomes this send operation's (below), which ends the
-                // loan when the protocol completes or removes it.
-                let src = unsafe { self.pull_source(dest, ctx, buf.read(0, len)) };
+                // A gathered buffer streams: it is packed as its chunks leave.
+                let src = if buf.is_gathered() {
+                    None
+                } else {
+                    // SAFETY: `buf` becomes this send operation's (below), which ends the
+                    // loan when the protocol completes or removes it.
+                    unsafe { self.pull_source(dest, ctx, buf.read(0, len)) }
+                };
                 let (at, loan) = src.map_or((None, None), |s| (Some(s.at), s.loan));
                 let id = self.with_protocol(|p| p.post_send(dest, buf, false, loan));
                 let args = wire::rts_args(ctx, tag, len, id);

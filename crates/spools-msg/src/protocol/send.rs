@@ -185,7 +185,7 @@ impl SendSide {
                 }
             }
         };
-        let op = self.sends.get(&id)?;
+        let op = self.sends.get_mut(&id)?;
         let SendState::Streaming { recv_id, offset } = op.state else {
             return None;
         };
