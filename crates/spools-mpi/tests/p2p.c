@@ -4,6 +4,7 @@
  * MULTIPLE, or with the argument "single" at MPI_THREAD_SINGLE (the path that takes no
  * lock), the level provided given as the one expected as a second argument: "multiple"
  * where SPOOLS_THREAD_LEVEL raised it. */
+#include <malloc.h>
 #include <stddef.h>
 #include <string.h>
 #include "check.h"
@@ -378,6 +379,38 @@ int main(int argc, char **argv) {
   free(s);
   free(r);
   scattered(rank, size, right, left);
+
+  /* MPI_Isendrecv_replace of 4 MiB (a rendezvous, which leaves after the call
+   * returned), contiguous and through a vector type: the left neighbour's values, the
+   * gaps kept. Freed memory is overwritten from here on (glibc's M_PERTURB), so that a
+   * send from memory freed before it left shows. */
+  {
+    mallopt(M_PERTURB, 0xa5);
+    long n = 1L << 20;
+    int *big = malloc(2 * n * sizeof *big);
+    CHECK(big != NULL, "malloc");
+    MPI_Datatype every2;
+    OK(MPI_Type_vector((int)n, 1, 2, MPI_INT, &every2));
+    OK(MPI_Type_commit(&every2));
+    for (int typed = 0; typed < 2; typed++) {
+      for (long i = 0; i < 2 * n; i++) big[i] = rank * 7 + (int)i;
+      MPI_Request q;
+      if (typed)
+        OK(MPI_Isendrecv_replace(big, 1, every2, right, 600, left, 600, MPI_COMM_WORLD, &q));
+      else
+        OK(MPI_Isendrecv_replace(big, (int)n, MPI_INT, right, 600, left, 600, MPI_COMM_WORLD, &q));
+      OK(MPI_Wait(&q, &st));
+      long bad = 0;
+      for (long i = 0; i < n; i++) {
+        long at = typed ? 2 * i : i;
+        bad += big[at] != left * 7 + (int)at;
+        if (typed) bad += big[2 * i + 1] != rank * 7 + (int)(2 * i + 1);
+      }
+      CHECK(bad == 0, "isendrecv_replace of 4 MiB (typed %d): %ld wrong", typed, bad);
+    }
+    OK(MPI_Type_free(&every2));
+    free(big);
+  }
 
   OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("ok p2p %d ranks at level %d\n", size, provided == MPI_THREAD_SINGLE ? 0 : 3);

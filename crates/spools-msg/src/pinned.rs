@@ -190,4 +190,38 @@ impl Communicator {
         };
         Ok(Request::send(self.core.clone(), id, Vec::new(), tag, len))
     }
+
+    /// Receives into scattered memory ([`Communicator::irecv_scatter`]) and waits. When
+    /// the wait fails (an interrupt, a dead rank), the receive is removed from the
+    /// engine before the call returns: `buf` is never written after it.
+    ///
+    /// # Errors
+    /// As [`Communicator::recv`].
+    pub fn recv_scatter(
+        &self,
+        buf: impl ScatterBuf,
+        src: impl Into<Source>,
+        tag: impl Into<Tag>,
+    ) -> Result<crate::Status, MsgError> {
+        let r = self.irecv_scatter(buf, src, tag)?;
+        r.wait_or_release().map(|c| c.status)
+    }
+
+    /// Sends memory that is not one run ([`Communicator::isend_gather`]) and waits,
+    /// synchronously (MPI's `MPI_Ssend`) when asked. When the wait fails (an interrupt,
+    /// a dead rank), the send is removed from the engine before the call returns:
+    /// `data` is never read after it.
+    ///
+    /// # Errors
+    /// As [`Communicator::send`].
+    pub fn send_gather(
+        &self,
+        data: impl GatherBuf,
+        dest: u32,
+        tag: i32,
+        synchronous: bool,
+    ) -> Result<(), MsgError> {
+        let r = self.isend_gather_mode(data, dest, tag, synchronous)?;
+        r.wait_or_release().map(|_| ())
+    }
 }

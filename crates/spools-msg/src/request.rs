@@ -66,6 +66,27 @@ impl Request {
         &self.comm.engine
     }
 
+    /// Waits, and removes the operation from the engine when the wait itself fails (an
+    /// interrupt, a dead rank): a blocking call on memory the engine reaches through a
+    /// [`crate::ScatterBuf`] or [`crate::GatherBuf`] returns with nothing more read from
+    /// or written to it, whatever happens (a dropped request would finish in the
+    /// background).
+    pub(crate) fn wait_or_release(mut self) -> Result<Completion, MsgError> {
+        let done = self.wait_in_place();
+        if done.is_err() {
+            match self.op.take() {
+                Some(RequestOp::Send { id: Some(id), .. }) => {
+                    self.engine().release_send(id);
+                }
+                Some(RequestOp::Recv { id }) => {
+                    self.engine().release_recv(id);
+                }
+                _ => {}
+            }
+        }
+        done
+    }
+
     /// The worker whose progress completes the operation (its communicator's job's).
     pub fn worker(&self) -> &spools_am::Worker {
         &self.engine().worker

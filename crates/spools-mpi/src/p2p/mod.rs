@@ -170,12 +170,7 @@ unsafe fn send(
                 t: t.arc(),
                 len,
             };
-            let r = if synchronous(call) {
-                c.comm.issend_gather(from, to, tag)?
-            } else {
-                c.comm.isend_gather(from, to, tag)?
-            };
-            r.wait()?;
+            c.comm.send_gather(from, to, tag, synchronous(call))?;
             return Ok(());
         }
         // SAFETY: the caller's contract.
@@ -357,10 +352,7 @@ unsafe fn recv(
                 t: t.arc(),
                 cap,
             };
-            c.comm
-                .irecv_scatter(into, from, tag)
-                .and_then(|r| r.wait())
-                .map(|done| done.status)
+            c.comm.recv_scatter(into, from, tag)
         } else {
             c.comm.recv(&mut [0u8; 0], from, tag)
         };

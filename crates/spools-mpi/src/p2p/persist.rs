@@ -11,7 +11,9 @@ use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
 use crate::handles::{Kind, Table};
 use crate::out::out;
-use crate::p2p::request::{give, give_persistent, proc_null_status, put_status, status_with, Op};
+use crate::p2p::request::{
+    empty_status, give, give_persistent, proc_null_status, put_status, status_with, Op,
+};
 use crate::p2p::{
     data, recv_tag, send_args, source, start_checked_recv, start_checked_send, start_recv,
     start_send,
@@ -321,18 +323,12 @@ unsafe fn isendrecv_replace(
         // SAFETY: the caller's contract.
         let copy = unsafe { data(buf, s.n, &s.t) }.into_owned();
         let recv = start_recv(buf as usize, count, datatype, src, recvtag, comm_h, call)?;
-        // SAFETY: `copy` holds the packed elements, sent as bytes.
-        let send = unsafe {
-            start_send(
-                copy.as_ptr() as usize,
-                copy.len() as i64,
-                MPI_BYTE,
-                dest,
-                sendtag,
-                comm_h,
-                call,
-            )
-        }?;
+        // The copy goes to the send, which owns it until the message left (a long one
+        // streams or is pulled from it after this call returns).
+        let send = match s.to {
+            None => Op::Done(empty_status()),
+            Some(to) => Op::Send(Some(s.c.comm.isend(copy, to, s.tag)?)),
+        };
         let h = give(Op::Pair(Box::new(recv), Box::new(send)), comm_h)?;
         // SAFETY: the caller's contract.
         unsafe { out(request, h, call) }
