@@ -16,9 +16,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 toolchain=nightly-2026-10-30
-if ! rustup run "$toolchain" cargo miri --version >/dev/null 2>&1; then
-  rustup toolchain install "$toolchain" --profile minimal --component miri --component rust-src
-fi
+# One install at a time: two test runs on one machine installing the same toolchain at
+# once broke each other's (rustup removes a partial install it finds).
+mkdir -p "${RUSTUP_HOME:-$HOME/.rustup}"
+(
+  flock 9
+  if ! rustup run "$toolchain" cargo miri --version >/dev/null 2>&1; then
+    rustup toolchain install "$toolchain" --profile minimal --component miri --component rust-src
+  fi
+) 9>"${RUSTUP_HOME:-$HOME/.rustup}/spools-miri-install.lock"
 cargo "+$toolchain" miri setup >/dev/null
 
 # Isolation off: proptest reads its regression files. 2 cases a property.
