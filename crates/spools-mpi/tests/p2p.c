@@ -58,11 +58,11 @@ static void scattered(int rank, int size, int right, int left) {
     struct three *out = malloc(n * sizeof *out), *in = malloc(n * sizeof *in);
     CHECK(out && in, "malloc");
     fill3(out, n, rank);
-    for (int way = 0; way < 4; way++) {
+    for (int way = 0; way < 7; way++) {
       memset(in, 0xff, n * sizeof *in); /* every gap -1 */
       MPI_Status s;
       MPI_Request r;
-      int tag = 500 + 4 * k + way;
+      int tag = way < 4 ? 500 + 4 * k + way : 700 + 8 * k + way;
       if (way == 0) {
         OK(MPI_Irecv(in, (int)n, three, left, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Send(out, (int)n, three, right, tag, MPI_COMM_WORLD));
@@ -76,11 +76,27 @@ static void scattered(int rank, int size, int right, int left) {
         OK(MPI_Isend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Recv(in, (int)n, three, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &s));
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
-      } else {
+      } else if (way == 3) {
         /* Synchronous mode, packed as it leaves whatever its length. */
         OK(MPI_Issend(out, (int)n, three, right, tag, MPI_COMM_WORLD, &r));
         OK(MPI_Recv(in, (int)n, three, MPI_ANY_SOURCE, tag, MPI_COMM_WORLD, &s));
         OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else if (way == 4) {
+        /* Sendrecv, scattered both ways. */
+        OK(MPI_Sendrecv(out, (int)n, three, right, tag, in, (int)n, three, left, tag, MPI_COMM_WORLD, &s));
+      } else if (way == 5) {
+        /* Sendrecv, scattered out, into packed bytes (then unpacked here). */
+        char *packed = malloc(n * 16);
+        CHECK(packed != NULL, "malloc");
+        OK(MPI_Sendrecv(out, (int)n, three, right, tag, packed, (int)n * 16, MPI_BYTE, left, tag, MPI_COMM_WORLD, &s));
+        int pos = 0;
+        OK(MPI_Unpack(packed, (int)n * 16, &pos, in, (int)n, three, MPI_COMM_WORLD));
+        free(packed);
+      } else {
+        /* Sendrecv_replace: its own elements out, the left neighbour's in, gaps kept. */
+        fill3(in, n, rank);
+        for (long i = 0; i < n; i++) in[i].pad0 = in[i].pad1 = -1;
+        OK(MPI_Sendrecv_replace(in, (int)n, three, right, tag, left, tag, MPI_COMM_WORLD, &s));
       }
       int cnt = -1;
       OK(MPI_Get_count(&s, three, &cnt));
@@ -126,11 +142,18 @@ static void scattered(int rank, int size, int right, int left) {
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_TRUNCATE, "scattered truncation of %ld: class %d", n, cls);
     OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
-    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     const unsigned char *bytes = (const unsigned char *)in;
     long touched = 0;
     for (long i = 0; i < n * (long)sizeof *in; i++) touched += bytes[i] != 0xff;
     CHECK(touched == 0, "scattered truncation of %ld: %ld bytes written", n, touched);
+    /* The same through Sendrecv, scattered both ways: every rank's receive too short. */
+    rc = MPI_Sendrecv(out, (int)n, three, right, 540 + k, in, (int)room, three, left, 540 + k,
+                      MPI_COMM_WORLD, &st);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_TRUNCATE, "scattered sendrecv truncation of %ld: class %d", n, cls);
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    for (long i = 0; i < n * (long)sizeof *in; i++) touched += bytes[i] != 0xff;
+    CHECK(touched == 0, "scattered sendrecv truncation of %ld: %ld bytes written", n, touched);
     free(out);
     free(in);
   }

@@ -68,23 +68,55 @@ impl Request {
 
     /// Waits, and removes the operation from the engine when the wait itself fails (an
     /// interrupt, a dead rank): a blocking call on memory the engine reaches through a
-    /// [`crate::ScatterBuf`] or [`crate::GatherBuf`] returns with nothing more read from
-    /// or written to it, whatever happens (a dropped request would finish in the
-    /// background).
-    pub(crate) fn wait_or_release(mut self) -> Result<Completion, MsgError> {
+    /// [`crate::ScatterBuf`], a [`crate::GatherBuf`] or a [`crate::PinnedBuf`] returns
+    /// with nothing more read from or written to it, whatever happens (a dropped request
+    /// would finish in the background).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let r = world.irecv(vec![0u8; 4], 0, 8).unwrap();
+    /// world.send(b"pong", 0, 8).unwrap();
+    /// assert_eq!(r.wait_or_release().unwrap().buf, b"pong");
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Request::wait`].
+    pub fn wait_or_release(mut self) -> Result<Completion, MsgError> {
         let done = self.wait_in_place();
         if done.is_err() {
-            match self.op.take() {
-                Some(RequestOp::Send { id: Some(id), .. }) => {
-                    self.engine().release_send(id);
-                }
-                Some(RequestOp::Recv { id }) => {
-                    self.engine().release_recv(id);
-                }
-                _ => {}
-            }
+            self.release_now();
         }
         done
+    }
+
+    /// Removes the operation from the engine now, finished or not: a receive that has not
+    /// completed is dropped, with any message it matched (the rest of a streamed one is
+    /// discarded as it comes), and a send that has not completed leaves no more bytes.
+    /// Nothing of the request's memory is read or written after it returns. For a call
+    /// that gives up on an operation it started (its other half failed).
+    ///
+    /// ```
+    /// let world = spools::init().unwrap();
+    /// let r = world.irecv(vec![0u8; 4], 0, 9).unwrap();
+    /// r.release();
+    /// world.send(b"late", 0, 9).unwrap();
+    /// // The message was not taken by the released receive.
+    /// assert_eq!(world.recv_vec(0, 9).unwrap().0, b"late");
+    /// ```
+    pub fn release(mut self) {
+        self.release_now();
+    }
+
+    fn release_now(&mut self) {
+        match self.op.take() {
+            Some(RequestOp::Send { id: Some(id), .. }) => {
+                self.engine().release_send(id);
+            }
+            Some(RequestOp::Recv { id }) => {
+                self.engine().release_recv(id);
+            }
+            _ => {}
+        }
     }
 
     /// The worker whose progress completes the operation (its communicator's job's).

@@ -17,7 +17,7 @@ use spools::{Source, Tag};
 use crate::abi::*;
 use crate::comm::{comm, comm_ref, CommObj};
 use crate::datatype::{
-    buffer, committed_for, committed_for_ref, count as ccount, pack, unpack, Packer, TypeObj,
+    buffer, committed_for, committed_for_ref, count as ccount, pack, Packer, TypeObj, TypeRef,
     Unpacker,
 };
 use crate::env::errhandler::on_comm;
@@ -946,70 +946,148 @@ unsafe fn sendrecv(
         let rtag = recv_tag(recvtag, CALL)?;
         let from = self::source(&c, source, CALL)?;
         let cap = crate::datatype::bytes_of(rn, &rt, CALL)?;
-        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` (the caller's
-        // contract).
-        let bytes = unsafe { data(sendbuf, sn, &st) };
+        let out = Leaving {
+            buf: sendbuf,
+            n: sn,
+            t: &st,
+        };
         let into = Landing {
             buf: recvbuf,
             cap,
             t: &rt,
         };
-        // SAFETY: `recvbuf` holds `recvcount` elements of `recvtype`, not overlapping the
-        // send buffer as MPI asks; the caller's contract for `status`.
-        unsafe { exchange_now(&c.comm, (&bytes, to, stag), into, (from, rtag), status) }
+        // SAFETY: `sendbuf` holds `sendcount` elements of `sendtype` and `recvbuf`
+        // `recvcount` elements of `recvtype`, apart from each other as MPI asks; the
+        // caller's contract for `status`.
+        unsafe { exchange_now(&c.comm, (out, to, stag), into, (from, rtag), status) }
     })();
     on_comm(comm, r)
+}
+
+/// What a blocking exchange sends: `n` elements of `t` at `buf`.
+struct Leaving<'a> {
+    buf: *const c_void,
+    n: usize,
+    t: &'a TypeRef,
+}
+
+impl Leaving<'_> {
+    /// Whether the message is sent piece by piece from scattered memory (packed as it
+    /// leaves).
+    fn scattered(&self) -> bool {
+        !self.t.contiguous() && self.n * self.t.size > 0
+    }
+
+    /// Packs the message piece by piece as it leaves.
+    fn packer(&self) -> Packer {
+        Packer {
+            addr: self.buf as usize,
+            t: self.t.arc(),
+            len: self.n * self.t.size,
+        }
+    }
 }
 
 /// Where a blocking exchange's message lands: `cap` bytes of `t` elements at `buf`.
 struct Landing<'a> {
     buf: *mut c_void,
     cap: usize,
-    t: &'a TypeObj,
+    t: &'a TypeRef,
 }
 
-/// The blocking exchange of `MPI_Sendrecv(_replace)`, its arguments checked: `bytes`
-/// sent to `to` with tag `stag` while a message from `from` with `rtag` is received
-/// `into` the program's buffer (straight into it where its type is contiguous), each
-/// half left out for `MPI_PROC_NULL`; the status put.
+impl Landing<'_> {
+    /// Whether the message is put piece by piece into scattered memory (unpacked as it
+    /// arrives).
+    fn scattered(&self) -> bool {
+        !self.t.contiguous() && self.cap > 0
+    }
+}
+
+/// The blocking exchange of `MPI_Sendrecv(_replace)`, its arguments checked: `out` sent
+/// to `to` with tag `stag` while a message from `from` with `rtag` is received `into`
+/// the program's buffer, each half left out for `MPI_PROC_NULL`; the status put. Where
+/// both are contiguous the messages' own blocking exchange runs straight from and into
+/// the program's memory; where either is not, its half goes piece by piece (packed as it
+/// leaves, unpacked as it arrives), never through a copy of the whole message.
 ///
 /// # Safety
-/// `into.buf` holds `into.cap` bytes of `into.t` elements, apart from `bytes`; `status`
-/// is NULL or writable.
+/// `out.buf` holds `out.n` elements of `out.t`, and `into.buf` `into.cap` bytes of
+/// `into.t` elements, apart from each other; `status` is NULL or writable.
 unsafe fn exchange_now(
     comm: &spools::Communicator,
-    (bytes, to, stag): (&[u8], Option<u32>, i32),
+    (out, to, stag): (Leaving<'_>, Option<u32>, i32),
     into: Landing<'_>,
     (from, rtag): (Option<Source>, Tag),
     status: *mut MPI_Status,
 ) -> Result<(), MpiError> {
+    let send = |to: u32| -> Result<(), spools::MsgError> {
+        if out.scattered() {
+            comm.send_gather(out.packer(), to, stag, false)
+        } else {
+            // SAFETY: contiguous, so borrowed in place (the caller's contract).
+            let bytes = unsafe { data(out.buf, out.n, out.t) };
+            comm.send(&bytes, to, stag)
+        }
+    };
     let Some(from) = from else {
         if let Some(to) = to {
-            comm.send(bytes, to, stag)?;
+            send(to)?;
         }
         // SAFETY: the caller's contract.
         unsafe { put_status(status, proc_null_status()) };
         return Ok(());
     };
-    let direct = into.t.contiguous() && into.cap > 0;
-    let mut tmp = Vec::new();
-    let dst: &mut [u8] = if direct {
-        // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
-        unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
+    let result = if !out.scattered() && !into.scattered() {
+        // SAFETY: contiguous (or empty), so borrowed in place (the caller's contract).
+        let bytes = unsafe { data(out.buf, out.n, out.t) };
+        let dst: &mut [u8] = if into.cap > 0 {
+            // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
+            unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
+        } else {
+            &mut []
+        };
+        match to {
+            Some(to) => comm.sendrecv(&bytes, to, stag, dst, from, rtag),
+            None => comm.recv(dst, from, rtag),
+        }
     } else {
-        tmp.resize(into.cap, 0u8);
-        &mut tmp
-    };
-    let result = match to {
-        Some(to) => comm.sendrecv(bytes, to, stag, dst, from, rtag),
-        None => comm.recv(dst, from, rtag),
+        // The receive posted first (in place, or unpacked as it arrives), then the send,
+        // then the wait; the receive never outlives the call.
+        let r = if into.scattered() {
+            let u = Unpacker {
+                addr: into.buf as usize,
+                t: into.t.arc(),
+                cap: into.cap,
+            };
+            comm.irecv_scatter(u, from, rtag)?
+        } else if into.cap > 0 {
+            let m = ProgramMemory {
+                addr: into.buf as usize,
+                len: into.cap,
+            };
+            comm.irecv_pinned(m, from, rtag)?
+        } else {
+            comm.irecv(Vec::new(), from, rtag)?
+        };
+        match to.map_or(Ok(()), send) {
+            Ok(()) => r.wait_or_release().map(|c| c.status),
+            // A send that failed in the transport (its peer died): the receive is
+            // finished still, so that a message it already matched from a live rank is
+            // delivered, not dropped (as `Communicator::sendrecv`); the send's error
+            // is reported.
+            Err(e @ spools::MsgError::Am(spools::AmError::Fabric(_))) => {
+                let _ = r.wait_or_release();
+                Err(e)
+            }
+            // Anything else (an interrupt) ends the call at once, the receive removed.
+            Err(e) => {
+                r.release();
+                Err(e)
+            }
+        }
     };
     match result {
         Ok(got) => {
-            if !direct {
-                // SAFETY: `buf` holds elements of `t` (the caller's contract).
-                unsafe { unpack(&tmp[..got.len.min(into.cap)], into.buf.cast(), into.t) };
-            }
             // SAFETY: the caller's contract.
             unsafe { put_status(status, status_of(&got)) };
             Ok(())
@@ -1104,10 +1182,16 @@ unsafe fn sendrecv_replace(
         let from = self::source(&c, source, CALL)?;
         // SAFETY: `buf` holds `count` elements of `datatype` (the caller's contract).
         let copy = unsafe { data(buf, n, &t) }.into_owned();
+        let bytes = committed_for_ref(MPI_BYTE, copy.len(), CALL)?;
+        let out = Leaving {
+            buf: copy.as_ptr().cast(),
+            n: copy.len(),
+            t: &bytes,
+        };
         let into = Landing { buf, cap, t: &t };
-        // SAFETY: `buf` holds `count` elements of `datatype`, apart from `copy`; the
-        // caller's contract for `status`.
-        unsafe { exchange_now(&c.comm, (&copy, to, stag), into, (from, rtag), status) }
+        // SAFETY: `copy` holds its bytes, and `buf` `count` elements of `datatype`, apart
+        // from `copy`; the caller's contract for `status`.
+        unsafe { exchange_now(&c.comm, (out, to, stag), into, (from, rtag), status) }
     })();
     on_comm(comm, r)
 }
