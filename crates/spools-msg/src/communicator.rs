@@ -190,25 +190,7 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::send`].
     pub fn isend(&self, data: Vec<u8>, dest: u32, tag: i32) -> Result<Request, MsgError> {
-        let t = check_tag(tag)?;
-        let job = self.core.job_rank(dest)?;
-        let len = data.len();
-        match self
-            .core
-            .engine
-            .start_send(job, self.core.ctx, t, Buf::owned(data))?
-        {
-            SendStart::Complete(b) => {
-                Ok(Request::send(self.core.clone(), None, b.take(), tag, len))
-            }
-            SendStart::Rendezvous(id) => Ok(Request::send(
-                self.core.clone(),
-                Some(id),
-                Vec::new(),
-                tag,
-                len,
-            )),
-        }
+        self.send_request(Buf::owned(data), dest, tag, false)
     }
 
     /// Starts sending `data` in synchronous mode: the request completes only once a
@@ -227,25 +209,45 @@ impl Communicator {
     /// # Errors
     /// As [`Communicator::send`].
     pub fn issend(&self, data: Vec<u8>, dest: u32, tag: i32) -> Result<Request, MsgError> {
+        self.send_request(Buf::owned(data), dest, tag, true)
+    }
+
+    /// Starts sending `buf` (in synchronous mode when asked) and makes its request: a
+    /// message that left at once gives its owned vector back to the completion (a pinned
+    /// or gathered owner is dropped here, outside the engine's lock); a rendezvous is
+    /// waited for by its id.
+    pub(crate) fn send_request(
+        &self,
+        buf: Buf,
+        dest: u32,
+        tag: i32,
+        synchronous: bool,
+    ) -> Result<Request, MsgError> {
         let t = check_tag(tag)?;
         let job = self.core.job_rank(dest)?;
-        let len = data.len();
-        match self
-            .core
-            .engine
-            .start_send_mode(job, self.core.ctx, t, Buf::owned(data), true)?
-        {
-            SendStart::Complete(b) => {
-                Ok(Request::send(self.core.clone(), None, b.take(), tag, len))
-            }
-            SendStart::Rendezvous(id) => Ok(Request::send(
-                self.core.clone(),
-                Some(id),
-                Vec::new(),
-                tag,
-                len,
-            )),
-        }
+        let len = buf.len();
+        let (id, back) =
+            match self
+                .core
+                .engine
+                .start_send_mode(job, self.core.ctx, t, buf, synchronous)?
+            {
+                SendStart::Complete(b) => (None, b.take()),
+                SendStart::Rendezvous(id) => (Some(id), Vec::new()),
+            };
+        Ok(Request::send(self.core.clone(), id, back, tag, len))
+    }
+
+    /// Posts a receive into `buf` from `src` with `tag` and makes its request.
+    pub(crate) fn recv_request(
+        &self,
+        buf: RecvBuf,
+        src: Source,
+        tag: Tag,
+    ) -> Result<Request, MsgError> {
+        let p = self.core.pattern(self.core.ctx, src, tag)?;
+        let id = self.core.engine.post_recv(p, buf);
+        Ok(Request::recv(self.core.clone(), id))
     }
 
     /// Starts receiving into `buf` (which the request owns until `wait` gives it back).
@@ -258,12 +260,7 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request, MsgError> {
-        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
-        let id = self
-            .core
-            .engine
-            .post_recv(p, RecvBuf::Fixed(Buf::owned(buf)));
-        Ok(Request::recv(self.core.clone(), id))
+        self.recv_request(RecvBuf::Fixed(Buf::owned(buf)), src.into(), tag.into())
     }
 
     /// Starts receiving a message of any length: `wait` gives back a vector of exactly
@@ -278,9 +275,7 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request, MsgError> {
-        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
-        let id = self.core.engine.post_recv(p, RecvBuf::Alloc(Vec::new()));
-        Ok(Request::recv(self.core.clone(), id))
+        self.recv_request(RecvBuf::Alloc(Vec::new()), src.into(), tag.into())
     }
 
     /// Sends `data` to `dest` and receives into `buf` from `src` at the same time.

@@ -7,7 +7,6 @@
 
 use crate::buffer::{Buf, RecvBuf};
 use crate::communicator::Communicator;
-use crate::engine::SendStart;
 use crate::error::MsgError;
 use crate::gather_buf::GatherBuf;
 use crate::pinned_buf::PinnedBuf;
@@ -39,19 +38,7 @@ impl Communicator {
         dest: u32,
         tag: i32,
     ) -> Result<Request, MsgError> {
-        let t = u32::try_from(tag).map_err(|_| MsgError::BadTag(tag))?;
-        let job = self.core.job_rank(dest)?;
-        let len = data.len();
-        let buf = Buf::pinned(Box::new(data));
-        let id = match self.core.engine.start_send(job, self.core.ctx, t, buf)? {
-            // Dropped here, outside the engine's lock: the message left.
-            SendStart::Complete(b) => {
-                drop(b);
-                None
-            }
-            SendStart::Rendezvous(id) => Some(id),
-        };
-        Ok(Request::send(self.core.clone(), id, Vec::new(), tag, len))
+        self.send_request(Buf::pinned(Box::new(data)), dest, tag, false)
     }
 
     /// Starts receiving into the memory of `buf` in place: the message is written
@@ -69,10 +56,11 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request, MsgError> {
-        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
-        let b = Buf::pinned(Box::new(buf));
-        let id = self.core.engine.post_recv(p, RecvBuf::Fixed(b));
-        Ok(Request::recv(self.core.clone(), id))
+        self.recv_request(
+            RecvBuf::Fixed(Buf::pinned(Box::new(buf))),
+            src.into(),
+            tag.into(),
+        )
     }
 
     /// Starts receiving into scattered memory: `buf` puts each piece of the message in
@@ -108,12 +96,7 @@ impl Communicator {
         src: impl Into<Source>,
         tag: impl Into<Tag>,
     ) -> Result<Request, MsgError> {
-        let p = self.core.pattern(self.core.ctx, src.into(), tag.into())?;
-        let id = self
-            .core
-            .engine
-            .post_recv(p, RecvBuf::Scatter(Box::new(buf)));
-        Ok(Request::recv(self.core.clone(), id))
+        self.recv_request(RecvBuf::Scatter(Box::new(buf)), src.into(), tag.into())
     }
 
     /// Starts sending memory that is not one run: `data` packs each piece of the
@@ -172,23 +155,7 @@ impl Communicator {
         tag: i32,
         synchronous: bool,
     ) -> Result<Request, MsgError> {
-        let t = u32::try_from(tag).map_err(|_| MsgError::BadTag(tag))?;
-        let job = self.core.job_rank(dest)?;
-        let len = data.len();
-        let buf = Buf::gathered(Box::new(data));
-        let id = match self
-            .core
-            .engine
-            .start_send_mode(job, self.core.ctx, t, buf, synchronous)?
-        {
-            // Dropped here, outside the engine's lock: the message left.
-            SendStart::Complete(b) => {
-                drop(b);
-                None
-            }
-            SendStart::Rendezvous(id) => Some(id),
-        };
-        Ok(Request::send(self.core.clone(), id, Vec::new(), tag, len))
+        self.send_request(Buf::gathered(Box::new(data)), dest, tag, synchronous)
     }
 
     /// Receives into scattered memory ([`Communicator::irecv_scatter`]) and waits. When

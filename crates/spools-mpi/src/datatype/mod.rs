@@ -110,6 +110,37 @@ impl TypeObj {
         self.progs.get_or_init(|| runs::progressions(&self.blocks))
     }
 
+    /// Packs (`Way::Pack`: from the elements at `base` to `packed`) or unpacks (the
+    /// other way) the `len` bytes of data from byte `offset` of the packed message
+    /// ([`runs::copy_at`] over this type's progressions).
+    ///
+    /// # Safety
+    /// As [`runs::copy_at`]: the elements those bytes belong to lie at `base` (addresses
+    /// formed with wrapping arithmetic, so `MPI_BOTTOM` too), and `packed` holds `len`
+    /// bytes, apart from them.
+    pub(crate) unsafe fn copy_at(
+        &self,
+        way: runs::Way,
+        base: *mut u8,
+        offset: usize,
+        packed: *mut u8,
+        len: usize,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            runs::copy_at(
+                way,
+                self.progs(),
+                self.size,
+                self.extent,
+                base,
+                offset,
+                packed,
+                len,
+            )
+        }
+    }
+
     fn named(h: MPI_Datatype, size: usize, basic: Basic, basic_size: usize) -> TypeObj {
         TypeObj {
             size,
@@ -567,16 +598,7 @@ pub(crate) unsafe fn pack(buf: *const u8, count: usize, t: &TypeObj) -> Vec<u8> 
     // allocation, does not hold for absolute displacements); `v` has room for the
     // `count * size` bytes of data, which `copy_at` writes in full before `set_len`.
     unsafe {
-        runs::copy_at(
-            runs::Way::Pack,
-            t.progs(),
-            t.size,
-            t.extent,
-            buf.cast_mut(),
-            0,
-            v.as_mut_ptr(),
-            total,
-        );
+        t.copy_at(runs::Way::Pack, buf.cast_mut(), 0, v.as_mut_ptr(), total);
         v.set_len(total);
     }
     v
@@ -595,11 +617,8 @@ pub(crate) unsafe fn unpack(data: &[u8], buf: *mut u8, t: &TypeObj) {
     // SAFETY: the caller's contract (from MPI_BOTTOM too: `runs` forms the addresses
     // with wrapping arithmetic).
     unsafe {
-        runs::copy_at(
+        t.copy_at(
             runs::Way::Unpack,
-            t.progs(),
-            t.size,
-            t.extent,
             buf,
             0,
             data.as_ptr().cast_mut(),
@@ -632,11 +651,8 @@ impl spools_msg::ScatterBuf for Unpacker {
         // of `t` with room for `cap` bytes of data, the operation's until it completes
         // (the engine writes no piece after that, and none past `cap`: asserted above).
         unsafe {
-            runs::copy_at(
+            self.t.copy_at(
                 runs::Way::Unpack,
-                self.t.progs(),
-                self.t.size,
-                self.t.extent,
                 self.addr as *mut u8,
                 offset,
                 data.as_ptr().cast_mut(),
@@ -670,11 +686,8 @@ impl spools_msg::GatherBuf for Packer {
         // `t` with `len` bytes of data, left alone until the operation completes (the
         // engine reads no piece after that, and none past `len`: asserted above).
         unsafe {
-            runs::copy_at(
+            self.t.copy_at(
                 runs::Way::Pack,
-                self.t.progs(),
-                self.t.size,
-                self.t.extent,
                 self.addr as *mut u8,
                 offset,
                 out.as_mut_ptr(),

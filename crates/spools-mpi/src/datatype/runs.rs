@@ -354,47 +354,34 @@ mod tests {
             }
             m
         };
-        for piece in [1, 3, 7, 8, 29, 30, 58, 116] {
-            let mut m = vec![0u8; 256];
+        // Copies all of `packed` one way, `piece` bytes at a time.
+        let in_pieces = |way: Way, m: &mut [u8], packed: &mut [u8], piece: usize| {
             let mut off = 0;
             while off < packed.len() {
                 let end = (off + piece).min(packed.len());
-                // SAFETY: every element lies within `m`.
+                // SAFETY: every element lies within `m`; `packed[off..end]` is ours.
                 unsafe {
                     copy_at(
-                        Way::Unpack,
+                        way,
                         &p,
                         size,
                         extent,
                         m.as_mut_ptr(),
                         off,
-                        packed[off..end].as_ptr().cast_mut(),
+                        packed[off..].as_mut_ptr(),
                         end - off,
                     )
                 };
                 off = end;
             }
+        };
+        for piece in [1, 3, 7, 8, 29, 30, 58, 116] {
+            let mut m = vec![0u8; 256];
+            in_pieces(Way::Unpack, &mut m, &mut packed.clone(), piece);
             assert_eq!(m, want, "pieces of {piece}");
             // Packed back in the same pieces: the packed bytes.
             let mut back = vec![0u8; packed.len()];
-            let mut off = 0;
-            while off < back.len() {
-                let end = (off + piece).min(back.len());
-                // SAFETY: as above; `back[off..end]` is writable.
-                unsafe {
-                    copy_at(
-                        Way::Pack,
-                        &p,
-                        size,
-                        extent,
-                        m.as_mut_ptr(),
-                        off,
-                        back[off..].as_mut_ptr(),
-                        end - off,
-                    )
-                };
-                off = end;
-            }
+            in_pieces(Way::Pack, &mut m, &mut back, piece);
             assert_eq!(back, packed, "packed in pieces of {piece}");
         }
         // A vector's pieces continue across elements in one progression.
