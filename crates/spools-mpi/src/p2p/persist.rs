@@ -220,8 +220,17 @@ unsafe fn isendrecv(
         send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, call)?;
         let recv = start_recv(recvbuf, recvcount, recvtype, src, recvtag, comm_h, call)?;
         // SAFETY: the caller's contract.
-        let send =
-            unsafe { start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, call) }?;
+        let send = match unsafe {
+            start_send(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, call)
+        } {
+            Ok(send) => send,
+            Err(e) => {
+                // A send that failed once started (a dead rank, an interrupt): the
+                // call fails, and its receive goes with it.
+                recv.abandon();
+                return Err(e);
+            }
+        };
         let h = give(Op::Pair(Box::new(recv), Box::new(send)), comm_h)?;
         // SAFETY: the caller's contract.
         unsafe { out(request, h, call) }
@@ -327,7 +336,14 @@ unsafe fn isendrecv_replace(
         // streams or is pulled from it after this call returns).
         let send = match s.to {
             None => Op::Done(empty_status()),
-            Some(to) => Op::Send(Some(s.c.comm.isend(copy, to, s.tag)?)),
+            Some(to) => match s.c.comm.isend(copy, to, s.tag) {
+                Ok(r) => Op::Send(Some(r)),
+                Err(e) => {
+                    // As in `isendrecv`: the receive goes with the failed call.
+                    recv.abandon();
+                    return Err(e.into());
+                }
+            },
         };
         let h = give(Op::Pair(Box::new(recv), Box::new(send)), comm_h)?;
         // SAFETY: the caller's contract.

@@ -39,6 +39,23 @@ pub(crate) enum Op {
     Greq(Arc<dyn ProgramOp>),
 }
 
+impl Op {
+    /// Removes a point-to-point operation that a failing call started (its other half
+    /// failed): a receive is released, not detached, so nothing is written into the
+    /// program's buffer after the call returns (a detached receive that already matched
+    /// a long message would finish into it in the background).
+    pub(crate) fn abandon(self) {
+        match self {
+            Op::Recv { req, .. } | Op::Send(Some(req)) => req.release(),
+            Op::Pair(a, b) => {
+                a.abandon();
+                b.abandon();
+            }
+            _ => {}
+        }
+    }
+}
+
 /// An operation the program carries out itself (a generalized request): it completes
 /// when the program says so, and the program's callbacks give its status, release it
 /// and cancel it.
