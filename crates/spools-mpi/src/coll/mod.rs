@@ -17,6 +17,7 @@ use crate::coll::alias::{own_block, unaliased};
 use crate::coll::op::{reduce, Which};
 use crate::comm::comm;
 use crate::comm::CommRef;
+use crate::datatype::runs::Way;
 use crate::datatype::{buffer, committed_ref, count as ccount, unpack, TypeObj, TypeRef};
 use crate::env::errhandler::on_comm;
 use crate::env::error::MpiError;
@@ -129,6 +130,10 @@ unsafe fn bcast(
         let t = committed_ref(datatype, call)?;
         crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
         let len = n * t.size;
+        if len >= SEGMENTED_FROM && any_scattered(&c, &t)? {
+            // SAFETY: the caller's contract.
+            return unsafe { bcast_segmented(&c, buffer, len, &t, root) };
+        }
         if t.contiguous() && len > 0 {
             // SAFETY: `len` bytes (the caller's contract).
             let b = unsafe { std::slice::from_raw_parts_mut(buffer.cast::<u8>(), len) };
@@ -149,6 +154,66 @@ unsafe fn bcast(
         Ok(())
     })();
     on_comm(comm, r)
+}
+
+/// The packed length from which a collective in which some rank's datatype is not
+/// contiguous goes in segments of [`SEGMENT`] bytes. Every rank has the same packed
+/// length, but only its own datatype: from this length the ranks first agree whether
+/// any of them is non-contiguous ([`any_scattered`], an allreduce of one byte, under 2 %
+/// of a broadcast of this size), and then all go in segments or none does.
+const SEGMENTED_FROM: usize = 4 * SEGMENT;
+
+/// A segment of a non-contiguous collective's packed data: packed on the root and
+/// unpacked on the others while it is still in the caches (a whole message packed into
+/// memory of its size, broadcast, then unpacked, took three passes over memory and the
+/// page faults of two fresh buffers of its size per call).
+const SEGMENT: usize = 128 << 10;
+
+/// Whether any rank of `c` has a datatype `t` that is not contiguous (one small
+/// allreduce, so that every rank takes the same path).
+///
+/// # Errors
+/// The allreduce's: a dead rank, the ranks' disagreement.
+fn any_scattered(c: &crate::comm::CommObj, t: &TypeObj) -> Result<bool, MpiError> {
+    let mut any = [0u8];
+    c.comm
+        .allreduce(&[u8::from(!t.contiguous())], &mut any, &spools::Op::Max)?;
+    Ok(any[0] != 0)
+}
+
+/// `MPI_Bcast` of `len` packed bytes of `t` elements at `buffer` (not contiguous here
+/// or on another rank), in segments: the root packs each into one scratch buffer, which
+/// is broadcast, and every other rank unpacks it from its own, each while it is in the
+/// caches.
+///
+/// # Safety
+/// `buffer` holds elements of `t` with `len` bytes of data.
+unsafe fn bcast_segmented(
+    c: &crate::comm::CommObj,
+    buffer: *mut c_void,
+    len: usize,
+    t: &TypeObj,
+    root: u32,
+) -> Result<(), MpiError> {
+    let mut seg = vec![0u8; SEGMENT.min(len)];
+    let is_root = c.comm.rank() == root;
+    let mut off = 0;
+    while off < len {
+        let piece = &mut seg[..SEGMENT.min(len - off)];
+        let k = piece.len();
+        if is_root {
+            // SAFETY: bytes `off..off + k` of the data lie in `buffer` (the caller's
+            // contract); `piece` holds `k` bytes of its own.
+            unsafe { t.copy_at(Way::Pack, buffer.cast(), off, piece.as_mut_ptr(), k) };
+        }
+        c.comm.bcast(piece, root)?;
+        if !is_root {
+            // SAFETY: as above.
+            unsafe { t.copy_at(Way::Unpack, buffer.cast(), off, piece.as_mut_ptr(), k) };
+        }
+        off += k;
+    }
+    Ok(())
 }
 
 /// A reduction collective on `c`, the communicator of handle `comm` (an
