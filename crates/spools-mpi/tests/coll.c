@@ -72,6 +72,34 @@ static void run(MPI_Comm comm, const char *name) {
   long wrong = 0;
   for (long i = 0; i < 2 * N; i++) wrong += big[i] != i * 0.25;
   CHECK(wrong == 0, "%s long contiguous bcast: %ld elements wrong", name, wrong);
+  /* Reductions of the long vector (in segments): element i of rank r is i + r; the
+   * result of the ranks in `a..b` is their count times i plus their sum; gaps stay. */
+  double *res = malloc(2 * N * sizeof *res);
+  CHECK(res != NULL, "malloc");
+  for (int kind = 0; kind < 5; kind++) {
+    for (long i = 0; i < 2 * N; i++) {
+      big[i] = i % 2 ? -3.0 : i + rank;
+      res[i] = -1.0;
+    }
+    const char *what[] = {"allreduce", "allreduce in place", "reduce", "scan", "exscan"};
+    int root = size - 1, gets = 1;
+    long lo = 0, hi = size - 1; /* the ranks whose elements the result sums */
+    double *out = res;
+    if (kind == 0) OK(MPI_Allreduce(big, res, 1, longvec, MPI_SUM, comm));
+    if (kind == 1) { OK(MPI_Allreduce(MPI_IN_PLACE, big, 1, longvec, MPI_SUM, comm)); out = big; }
+    if (kind == 2) { OK(MPI_Reduce(big, res, 1, longvec, MPI_SUM, root, comm)); gets = rank == root; }
+    if (kind == 3) { OK(MPI_Scan(big, res, 1, longvec, MPI_SUM, comm)); hi = rank; }
+    if (kind == 4) { OK(MPI_Exscan(big, res, 1, longvec, MPI_SUM, comm)); hi = rank - 1; gets = rank > 0; }
+    long wrong = 0;
+    double gap = out == big ? -3.0 : -1.0;
+    for (long i = 0; i < 2 * N; i++) {
+      double want = i % 2 ? gap : (double)(hi - lo + 1) * i + (double)(hi + lo) * (hi - lo + 1) / 2;
+      if (!gets) want = i % 2 ? -1.0 : -1.0;
+      wrong += out[i] != want;
+    }
+    CHECK(wrong == 0, "%s long vector %s: %ld elements wrong", name, what[kind], wrong);
+  }
+  free(res);
   free(big);
   OK(MPI_Type_free(&longvec));
 

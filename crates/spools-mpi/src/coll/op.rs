@@ -8,6 +8,7 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
+use crate::datatype::runs::Way;
 use crate::datatype::{Basic, Held, TypeObj};
 use crate::env::errhandler::on_self;
 use crate::env::error::MpiError;
@@ -365,6 +366,63 @@ impl WithOp for Blocking<'_> {
     }
 }
 
+/// A blocking typed reduction of `bytes` packed bytes of non-contiguous `t` elements at
+/// `send` into `recv` (where `which` says this rank gets the result; the same buffer in
+/// place), in segments of [`super::SEGMENT`] bytes: each is packed, reduced and unpacked
+/// while it is in the caches, through two scratch buffers of one segment (a whole
+/// message went through four fresh buffers of its size and three more copies).
+struct Segmented<'a, H: Held> {
+    c: &'a Communicator,
+    send: *const u8,
+    recv: *mut u8,
+    t: &'a H,
+    bytes: usize,
+    which: Which,
+}
+
+impl<H: Held> WithOp for Segmented<'_, H> {
+    type Out = ();
+    fn with<T: Element>(self, op: Op<T>) -> Result<(), MpiError> {
+        let Segmented {
+            c,
+            send,
+            recv,
+            t,
+            bytes,
+            which,
+        } = self;
+        let size = std::mem::size_of::<T>();
+        // A segment holds whole elements (its length is a multiple of every basic size).
+        let per = super::SEGMENT.min(bytes) / size;
+        let (mut input, mut output) = (vec![T::default(); per], vec![T::default(); per]);
+        let gets = which.gets(c.rank());
+        let mut off = 0;
+        while off < bytes {
+            let k = (bytes - off).min(per * size) / size;
+            let (inp, out) = (&mut input[..k], &mut output[..k]);
+            let pack = spools::as_bytes_mut(inp).as_mut_ptr();
+            // SAFETY: bytes `off..off + k * size` of the data lie at `send` (the
+            // caller's contract); `inp` holds them, apart from it.
+            unsafe { t.copy_at(Way::Pack, send.cast_mut(), off, pack, k * size) };
+            match which {
+                Which::All => c.allreduce(inp, out, &op)?,
+                Which::Scan => c.scan(inp, out, &op)?,
+                Which::Exscan => c.exscan(inp, out, &op)?,
+                Which::Root(r) if gets => c.reduce(inp, out, &op, r)?,
+                Which::Root(r) => c.reduce(inp, &mut [], &op, r)?,
+            }
+            if gets {
+                let result = spools::as_bytes_mut(out).as_mut_ptr();
+                // SAFETY: as above, for `recv`, which holds the elements where this
+                // rank gets the result (the caller's contract).
+                unsafe { t.copy_at(Way::Unpack, recv, off, result, k * size) };
+            }
+            off += k * size;
+        }
+        Ok(())
+    }
+}
+
 /// The combining function of a typed operator.
 struct ToCombine;
 
@@ -462,6 +520,19 @@ pub(crate) unsafe fn reduce(
                 let input = Src::Direct { send, recv, bytes };
                 with_op(b, op, Blocking { c, input, which })?;
                 return Ok(());
+            }
+            if !t.contiguous() && bytes > 0 {
+                // Every rank passes the same datatype (the standard's rule for
+                // reductions), so every rank makes this choice alike, at any length.
+                let seg = Segmented {
+                    c,
+                    send,
+                    recv,
+                    t,
+                    bytes,
+                    which,
+                };
+                return with_op(b, op, seg);
             }
             // SAFETY: the caller's contract.
             let input = unsafe { crate::p2p::data(send.cast(), n, t) };
