@@ -58,9 +58,10 @@ fn fit(c: &CommCore, bytes: usize, tag: u32, kind: Kind) -> Option<bool> {
 
 /// The segment for a collective of `bytes` over `local`, if one applies. Sets the
 /// segment up at the communicator's first collective that could use it, whatever its
-/// length (not before the one a deferral names: `SmSlot::defer`); a collective too long
-/// for it is recorded there as going through the messages.
-/// `fits`: whether the collective's `bytes` fit (see [`fit`]).
+/// length; a collective too long for it is recorded there as going through the messages.
+/// `fits`: whether the collective's `bytes` fit (see [`fit`]). Its caller, [`place`],
+/// has found the segment set up or due (not before the collective a deferral names:
+/// `SmSlot::defer`).
 fn segment<'c>(
     c: &'c CommCore,
     local: &Group,
@@ -68,7 +69,7 @@ fn segment<'c>(
     tag: u32,
     kind: Kind,
 ) -> Result<Option<&'c SmComm>, MsgError> {
-    if local.n() < MIN_MEMBERS || (c.sm.ready().is_none() && !c.sm.due(coll_no(tag))) {
+    if local.n() < MIN_MEMBERS {
         return Ok(None);
     }
     let Some(sm) = super::setup::segment(&c.sm, c, local, tag)? else {
