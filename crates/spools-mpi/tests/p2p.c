@@ -106,7 +106,9 @@ static void scattered(int rank, int size, int right, int left) {
     }
     /* A message of 3 elements and 10 bytes (the int, both shorts, 2 bytes of the
      * double) into room for n: the elements, the two bytes, nothing past them. */
-    if (n >= 4) {
+    /* Into room for n through MPI_Irecv, and into room for 4 through MPI_Recv (a
+     * short receive, received on the stack and unpacked). */
+    for (int blocking = 0; blocking < 2 && n >= 4; blocking++) {
       char packed[4 * 16];
       int pos = 0;
       OK(MPI_Pack(out, 4, three, packed, sizeof packed, &pos, MPI_COMM_WORLD));
@@ -114,9 +116,15 @@ static void scattered(int rank, int size, int right, int left) {
       memset(in, 0xff, n * sizeof *in);
       MPI_Request q;
       MPI_Status st;
-      OK(MPI_Irecv(in, (int)n, three, left, 520 + k, MPI_COMM_WORLD, &q));
-      OK(MPI_Send(packed, 3 * 16 + 10, MPI_BYTE, right, 520 + k, MPI_COMM_WORLD));
-      OK(MPI_Wait(&q, &st));
+      if (!blocking)
+        OK(MPI_Irecv(in, (int)n, three, left, 520 + k, MPI_COMM_WORLD, &q));
+      else
+        OK(MPI_Isend(packed, 3 * 16 + 10, MPI_BYTE, right, 520 + k, MPI_COMM_WORLD, &q));
+      if (!blocking)
+        OK(MPI_Send(packed, 3 * 16 + 10, MPI_BYTE, right, 520 + k, MPI_COMM_WORLD));
+      else
+        OK(MPI_Recv(in, 4, three, left, 520 + k, MPI_COMM_WORLD, &st));
+      OK(MPI_Wait(&q, blocking ? MPI_STATUS_IGNORE : &st));
       int cnt = 0, el = 0;
       OK(MPI_Get_count(&st, three, &cnt));
       OK(MPI_Get_elements(&st, three, &el));

@@ -16,6 +16,7 @@ use spools::{Source, Tag};
 
 use crate::abi::*;
 use crate::comm::{comm, comm_ref, CommObj};
+use crate::datatype::runs::Way;
 use crate::datatype::{
     buffer, committed_for, committed_for_ref, count as ccount, pack, Packer, TypeObj, TypeRef,
     Unpacker,
@@ -26,6 +27,11 @@ use crate::out::out;
 use crate::p2p::request::{
     empty_status, give, proc_null_status, put_status, status_of, truncated_status, Op,
 };
+
+/// The packed length up to which a non-contiguous message is packed on the stack and
+/// sent as a contiguous one, or received there and unpacked (a short or eager message:
+/// no operation object per piece, as [`Packer`] and [`Unpacker`] make).
+const SMALL: usize = 2048;
 
 /// A destination rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u32>, MpiError> {
@@ -163,6 +169,23 @@ unsafe fn send(
         };
         let tag = send_tag(tag, call)?;
         let len = n * t.size;
+        if !buffered && !synchronous(call) && !t.contiguous() && len > 0 && len <= SMALL {
+            // Packed on the stack, then sent as a contiguous message.
+            let mut packed = [0u8; SMALL];
+            // SAFETY: `buf` holds `n` elements of `t` with `len` bytes of data (the
+            // caller's contract); `packed` holds `len` bytes of its own.
+            unsafe {
+                t.copy_at(
+                    Way::Pack,
+                    buf.cast_mut().cast(),
+                    0,
+                    packed.as_mut_ptr(),
+                    len,
+                )
+            };
+            c.comm.send(&packed[..len], to, tag)?;
+            return Ok(());
+        }
         if !buffered && !t.contiguous() && len > 0 {
             // Packed piece by piece as it leaves.
             let from = Packer {
@@ -345,6 +368,16 @@ unsafe fn recv(
             // SAFETY: `cap` writable bytes (the caller's contract).
             let dst = unsafe { std::slice::from_raw_parts_mut(buf.cast::<u8>(), cap) };
             c.comm.recv(dst, from, tag)
+        } else if cap > 0 && cap <= SMALL {
+            // Received on the stack, then unpacked (nothing is, if it was truncated).
+            let mut packed = [0u8; SMALL];
+            let got = c.comm.recv(&mut packed[..cap], from, tag);
+            if let Ok(st) = &got {
+                // SAFETY: `buf` holds elements of `t` with room for `cap` bytes of data
+                // (the caller's contract); the message's bytes are at most `cap`.
+                unsafe { t.copy_at(Way::Unpack, buf.cast(), 0, packed.as_mut_ptr(), st.len) };
+            }
+            got
         } else if cap > 0 {
             // Unpacked piece by piece as it arrives.
             let into = Unpacker {
@@ -1037,55 +1070,92 @@ unsafe fn exchange_now(
         unsafe { put_status(status, proc_null_status()) };
         return Ok(());
     };
-    let result = if !out.scattered() && !into.scattered() {
-        // SAFETY: contiguous (or empty), so borrowed in place (the caller's contract).
-        let bytes = unsafe { data(out.buf, out.n, out.t) };
-        let dst: &mut [u8] = if into.cap > 0 {
-            // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
-            unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
-        } else {
-            &mut []
-        };
-        match to {
-            Some(to) => comm.sendrecv(&bytes, to, stag, dst, from, rtag),
-            None => comm.recv(dst, from, rtag),
-        }
-    } else {
-        // The receive posted first (in place, or unpacked as it arrives), then the send,
-        // then the wait; the receive never outlives the call.
-        let r = if into.scattered() {
-            let u = Unpacker {
-                addr: into.buf as usize,
-                t: into.t.arc(),
-                cap: into.cap,
+    let small = |b: usize| b <= SMALL;
+    let result =
+        if (out.scattered() || into.scattered()) && small(out.n * out.t.size) && small(into.cap) {
+            // Both halves short: packed and received on the stack, as one contiguous
+            // exchange (no operation made per half).
+            let (mut packed_out, mut packed_in) = ([0u8; SMALL], [0u8; SMALL]);
+            let len = out.n * out.t.size;
+            // SAFETY: `out.buf` holds `len` bytes of data (the caller's contract); the
+            // buffer `len` of its own.
+            unsafe {
+                out.t.copy_at(
+                    Way::Pack,
+                    out.buf.cast_mut().cast(),
+                    0,
+                    packed_out.as_mut_ptr(),
+                    len,
+                )
             };
-            comm.irecv_scatter(u, from, rtag)?
-        } else if into.cap > 0 {
-            let m = ProgramMemory {
-                addr: into.buf as usize,
-                len: into.cap,
+            let dst = &mut packed_in[..into.cap];
+            let got = match to {
+                Some(to) => comm.sendrecv(&packed_out[..len], to, stag, dst, from, rtag),
+                None => comm.recv(dst, from, rtag),
             };
-            comm.irecv_pinned(m, from, rtag)?
+            if let Ok(st) = &got {
+                // SAFETY: `into.buf` holds room for `cap` bytes of data (the caller's
+                // contract); the message's bytes are at most `cap`.
+                unsafe {
+                    into.t.copy_at(
+                        Way::Unpack,
+                        into.buf.cast(),
+                        0,
+                        packed_in.as_mut_ptr(),
+                        st.len,
+                    )
+                };
+            }
+            got
+        } else if !out.scattered() && !into.scattered() {
+            // SAFETY: contiguous (or empty), so borrowed in place (the caller's contract).
+            let bytes = unsafe { data(out.buf, out.n, out.t) };
+            let dst: &mut [u8] = if into.cap > 0 {
+                // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
+                unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
+            } else {
+                &mut []
+            };
+            match to {
+                Some(to) => comm.sendrecv(&bytes, to, stag, dst, from, rtag),
+                None => comm.recv(dst, from, rtag),
+            }
         } else {
-            comm.irecv(Vec::new(), from, rtag)?
+            // The receive posted first (in place, or unpacked as it arrives), then the send,
+            // then the wait; the receive never outlives the call.
+            let r = if into.scattered() {
+                let u = Unpacker {
+                    addr: into.buf as usize,
+                    t: into.t.arc(),
+                    cap: into.cap,
+                };
+                comm.irecv_scatter(u, from, rtag)?
+            } else if into.cap > 0 {
+                let m = ProgramMemory {
+                    addr: into.buf as usize,
+                    len: into.cap,
+                };
+                comm.irecv_pinned(m, from, rtag)?
+            } else {
+                comm.irecv(Vec::new(), from, rtag)?
+            };
+            match to.map_or(Ok(()), send) {
+                Ok(()) => r.wait_or_release().map(|c| c.status),
+                // A send that failed in the transport (its peer died): the receive is
+                // finished still, so that a message it already matched from a live rank is
+                // delivered, not dropped (as `Communicator::sendrecv`); the send's error
+                // is reported.
+                Err(e @ spools::MsgError::Am(spools::AmError::Fabric(_))) => {
+                    let _ = r.wait_or_release();
+                    Err(e)
+                }
+                // Anything else (an interrupt) ends the call at once, the receive removed.
+                Err(e) => {
+                    r.release();
+                    Err(e)
+                }
+            }
         };
-        match to.map_or(Ok(()), send) {
-            Ok(()) => r.wait_or_release().map(|c| c.status),
-            // A send that failed in the transport (its peer died): the receive is
-            // finished still, so that a message it already matched from a live rank is
-            // delivered, not dropped (as `Communicator::sendrecv`); the send's error
-            // is reported.
-            Err(e @ spools::MsgError::Am(spools::AmError::Fabric(_))) => {
-                let _ = r.wait_or_release();
-                Err(e)
-            }
-            // Anything else (an interrupt) ends the call at once, the receive removed.
-            Err(e) => {
-                r.release();
-                Err(e)
-            }
-        }
-    };
     match result {
         Ok(got) => {
             // SAFETY: the caller's contract.
