@@ -7,18 +7,11 @@
  *   usage: ddt_coll bcast|allreduce [ITERS [SIZES...]]
  *          (payload bytes; defaults 200 and 1K 64K 1M 16M)
  * Built with any MPI's wrapper: mpicc_abi (Spools' and MPICH's libmpi_abi.so.1), mpicc. */
-#include <mpi.h>
+#define PEERS_PROGRAM "ddt_coll"
+#include "peers.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static long parse_size(const char *s) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10;
-  if (*end == 'M' || *end == 'm') v <<= 20;
-  return v;
-}
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
@@ -37,7 +30,7 @@ int main(int argc, char **argv) {
   int nsizes = argc > 2 ? argc - 2 : 4;
   int bad = 0;
   for (int k = 0; k < nsizes; k++) {
-    long bytes = parse_size(argc > 2 ? argv[k + 2] : defaults[k]);
+    long bytes = size_arg(argc > 2 ? argv[k + 2] : defaults[k]);
     long count = bytes / 8 > 0 ? bytes / 8 : 1;
     double *b = malloc(2 * count * sizeof(double)), *r = malloc(2 * count * sizeof(double));
     for (long i = 0; i < 2 * count; i++) b[i] = r[i] = (double)i;

@@ -158,6 +158,19 @@ static inline long count_value(int argc, char **argv, int i, long max)
 }
 #endif
 
+/* A byte count with an optional K or M suffix (powers of 1024), as the ddt peers take
+ * their sizes (no checking: their arguments are the scripts'). */
+static inline long size_arg(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end == 'K' || *end == 'k')
+        v <<= 10;
+    if (*end == 'M' || *end == 'm')
+        v <<= 20;
+    return v;
+}
+
 static inline int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
