@@ -8,6 +8,7 @@ pub(crate) mod icollv;
 pub(crate) mod inter;
 pub(crate) mod op;
 pub(crate) mod pcoll;
+pub(crate) mod segment;
 pub(crate) mod vcoll;
 
 use std::ffi::{c_int, c_void};
@@ -15,6 +16,7 @@ use std::ffi::{c_int, c_void};
 use crate::abi::*;
 use crate::coll::alias::{own_block, unaliased};
 use crate::coll::op::{reduce, Which};
+use crate::coll::segment::{SEGMENT, SEGMENTED_FROM};
 use crate::comm::comm;
 use crate::comm::CommRef;
 use crate::datatype::runs::Way;
@@ -155,20 +157,6 @@ unsafe fn bcast(
     })();
     on_comm(comm, r)
 }
-
-/// The packed length from which a broadcast in which some rank's datatype is not
-/// contiguous goes in segments of [`SEGMENT`] bytes (a reduction, whose datatype is the
-/// same on every rank, goes in segments at any length: `op.rs`, `Segmented`). Every rank has the same packed
-/// length, but only its own datatype: from this length the ranks first agree whether
-/// any of them is non-contiguous ([`any_scattered`], an allreduce of one byte, under 2 %
-/// of a broadcast of this size), and then all go in segments or none does.
-pub(crate) const SEGMENTED_FROM: usize = 4 * SEGMENT;
-
-/// A segment of a non-contiguous collective's packed data: packed on the root and
-/// unpacked on the others while it is still in the caches (a whole message packed into
-/// memory of its size, broadcast, then unpacked, took three passes over memory and the
-/// page faults of two fresh buffers of its size per call).
-pub(crate) const SEGMENT: usize = 128 << 10;
 
 /// Whether any rank of `c` has a datatype `t` that is not contiguous (one small
 /// allreduce, so that every rank takes the same path).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
+use crate::coll::segment::SEGMENT;
 use crate::datatype::runs::Way;
 use crate::datatype::{Basic, Held, TypeObj};
 use crate::env::errhandler::on_self;
@@ -368,7 +369,7 @@ impl WithOp for Blocking<'_> {
 
 /// A blocking typed reduction of `bytes` packed bytes of non-contiguous `t` elements at
 /// `send` into `recv` (where `which` says this rank gets the result; the same buffer in
-/// place), in segments of [`super::SEGMENT`] bytes: each is packed, reduced and unpacked
+/// place), in segments of [`SEGMENT`] bytes: each is packed, reduced and unpacked
 /// while it is in the caches, through two scratch buffers of one segment (a whole
 /// message went through four fresh buffers of its size and three more copies).
 struct Segmented<'a, H: Held> {
@@ -393,7 +394,7 @@ impl<H: Held> WithOp for Segmented<'_, H> {
         } = self;
         let size = std::mem::size_of::<T>();
         // A segment holds whole elements (its length is a multiple of every basic size).
-        let per = super::SEGMENT.min(bytes) / size;
+        let per = SEGMENT.min(bytes) / size;
         let (mut input, mut output) = (vec![T::default(); per], vec![T::default(); per]);
         let gets = which.gets(c.rank());
         let mut off = 0;
