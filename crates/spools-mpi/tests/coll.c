@@ -99,6 +99,25 @@ static void run(MPI_Comm comm, const char *name) {
     }
     CHECK(wrong == 0, "%s long vector %s: %ld elements wrong", name, what[kind], wrong);
   }
+  /* Lengths that differ (an erroneous program): rank 0 passes the vector, the others a
+   * shorter one (640 KiB; both in segments). Every rank fails alike, in the broadcast
+   * and in the reduction, and the next collective still matches. */
+  if (size > 1) {
+    MPI_Datatype shorter;
+    OK(MPI_Type_vector(N - 20000, 1, 2, MPI_DOUBLE, &shorter));
+    OK(MPI_Type_commit(&shorter));
+    MPI_Datatype mine = rank == 0 ? longvec : shorter;
+    OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN));
+    int rc = MPI_Bcast(big, 1, mine, 0, comm), all = 0;
+    CHECK(rc != MPI_SUCCESS, "%s bcast of differing lengths succeeded", name);
+    rc = MPI_Allreduce(big, res, 1, mine, MPI_SUM, comm);
+    CHECK(rc != MPI_SUCCESS, "%s allreduce of differing lengths succeeded", name);
+    OK(MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL));
+    int one = 1;
+    OK(MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, comm));
+    CHECK(all == size, "%s after the failed collectives: %d", name, all);
+    OK(MPI_Type_free(&shorter));
+  }
   free(res);
   free(big);
   OK(MPI_Type_free(&longvec));

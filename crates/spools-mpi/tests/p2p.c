@@ -442,6 +442,23 @@ int main(int argc, char **argv) {
     OK(MPI_Type_free(&every2));
     free(big);
   }
+  /* A NULL request argument: MPI_ERR_ARG, with nothing posted and nothing sent (the
+   * first message on the send half's tag is the one sent after, and the refused call's
+   * receive buffer is left as it was). */
+  {
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    int a = rank + 1000, b = -1, c = -1, cls = -1;
+    for (int replace = 0; replace < 2; replace++) {
+      int rc = replace ? MPI_Isendrecv_replace(&a, 1, MPI_INT, right, 611, left, 612, MPI_COMM_WORLD, NULL)
+                       : MPI_Isendrecv(&a, 1, MPI_INT, right, 611, &b, 1, MPI_INT, left, 612, MPI_COMM_WORLD, NULL);
+      MPI_Error_class(rc, &cls);
+      CHECK(cls == MPI_ERR_ARG, "isendrecv (replace %d) with a NULL request: class %d", replace, cls);
+    }
+    OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    int a2 = rank + 2000;
+    OK(MPI_Sendrecv(&a2, 1, MPI_INT, right, 611, &c, 1, MPI_INT, left, 611, MPI_COMM_WORLD, &st));
+    CHECK(c == left + 2000 && b == -1 && a == rank + 1000, "after the refused isendrecv: got %d, its buffers %d %d", c, b, a);
+  }
 
   OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("ok p2p %d ranks at level %d\n", size, provided == MPI_THREAD_SINGLE ? 0 : 3);

@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_void};
 use crate::abi::*;
 use crate::coll::alias::{own_block, unaliased};
 use crate::coll::op::{reduce, Which};
-use crate::coll::segment::{SEGMENT, SEGMENTED_FROM};
+use crate::coll::segment::{agree, SEGMENT, SEGMENTED_FROM};
 use crate::comm::comm;
 use crate::comm::CommRef;
 use crate::datatype::runs::Way;
@@ -132,7 +132,7 @@ unsafe fn bcast(
         let t = committed_ref(datatype, call)?;
         crate::datatype::buffer(buffer as usize, n, &t, call, "buffer")?;
         let len = n * t.size;
-        if len >= SEGMENTED_FROM && any_scattered(&c, &t)? {
+        if len >= SEGMENTED_FROM && agree(&c.comm, "bcast", len, !t.contiguous())? {
             // SAFETY: the caller's contract.
             return unsafe { bcast_segmented(&c, buffer, len, &t, root) };
         }
@@ -156,18 +156,6 @@ unsafe fn bcast(
         Ok(())
     })();
     on_comm(comm, r)
-}
-
-/// Whether any rank of `c` has a datatype `t` that is not contiguous (one small
-/// allreduce, so that every rank takes the same path).
-///
-/// # Errors
-/// The allreduce's: a dead rank, the ranks' disagreement.
-fn any_scattered(c: &crate::comm::CommObj, t: &TypeObj) -> Result<bool, MpiError> {
-    let mut any = [0u8];
-    c.comm
-        .allreduce(&[u8::from(!t.contiguous())], &mut any, &spools::Op::Max)?;
-    Ok(any[0] != 0)
 }
 
 /// `MPI_Bcast` of `len` packed bytes of `t` elements at `buffer` (not contiguous here

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use spools::{Communicator, Element, Op};
 
 use crate::abi::*;
-use crate::coll::segment::SEGMENT;
+use crate::coll::segment::{agree, SEGMENT};
 use crate::datatype::runs::Way;
 use crate::datatype::{Basic, Held, TypeObj};
 use crate::env::errhandler::on_self;
@@ -524,7 +524,14 @@ pub(crate) unsafe fn reduce(
             }
             if !t.contiguous() && bytes > 0 {
                 // Every rank passes the same datatype (the standard's rule for
-                // reductions), so every rank makes this choice alike, at any length.
+                // reductions), so every rank makes this choice alike, at any length. In
+                // more than one segment the ranks first agree on the length, so that an
+                // erroneous program fails alike on every rank instead of making more
+                // collectives on some (a rank that passed a contiguous type of the same
+                // signature meets the agreement with its reduction and fails too).
+                if bytes > SEGMENT {
+                    agree(c, "reduction", bytes, true)?;
+                }
                 let seg = Segmented {
                     c,
                     send,

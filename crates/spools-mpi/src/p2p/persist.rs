@@ -195,6 +195,18 @@ pub unsafe extern "C" fn MPI_Recv_init_c(
     }
 }
 
+/// Refuses a NULL request argument before anything is posted (a request made and then
+/// not handed out would leave its operations posted).
+fn request_arg(request: *mut MPI_Request, call: &'static str) -> Result<(), MpiError> {
+    if request.is_null() {
+        return Err(MpiError::invalid(
+            MPI_ERR_ARG,
+            format!("{call}: the request argument is NULL"),
+        ));
+    }
+    Ok(())
+}
+
 /// Sends and receives, as one request.
 ///
 /// # Safety
@@ -215,9 +227,11 @@ unsafe fn isendrecv(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        // The send is checked before the receive is posted: a send that fails after
-        // it would leave the receive posted with no request to complete it.
+        // The send and the request argument are checked before the receive is posted:
+        // a send that fails after it would leave the receive posted with no request to
+        // complete it.
         send_args(sendbuf, sendcount, sendtype, dest, sendtag, comm_h, call)?;
+        request_arg(request, call)?;
         let recv = start_recv(recvbuf, recvcount, recvtype, src, recvtag, comm_h, call)?;
         // SAFETY: the caller's contract.
         let send = match unsafe {
@@ -327,8 +341,10 @@ unsafe fn isendrecv_replace(
     call: &'static str,
 ) -> c_int {
     let r = (|| {
-        // The buffer and the send are checked before the receive is posted.
+        // The buffer, the send and the request argument are checked before the receive
+        // is posted.
         let s = send_args(buf as usize, count, datatype, dest, sendtag, comm_h, call)?;
+        request_arg(request, call)?;
         // SAFETY: the caller's contract.
         let copy = unsafe { data(buf, s.n, &s.t) }.into_owned();
         let recv = start_recv(buf as usize, count, datatype, src, recvtag, comm_h, call)?;
