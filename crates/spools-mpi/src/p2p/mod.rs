@@ -33,6 +33,44 @@ use crate::p2p::request::{
 /// no operation object per piece, as [`Packer`] and [`Unpacker`] make).
 const SMALL: usize = 2048;
 
+/// A short message's bytes on the stack (at most [`SMALL`]).
+type Short = [u8; SMALL];
+
+/// Packs the `len` bytes of data (at most [`SMALL`]) of `t` elements at `buf` into
+/// `stack`, and gives them.
+///
+/// # Safety
+/// `buf` holds elements of `t` with `len` bytes of data.
+unsafe fn pack_short<'s>(
+    stack: &'s mut Short,
+    buf: *const c_void,
+    t: &TypeObj,
+    len: usize,
+) -> &'s [u8] {
+    // SAFETY: the caller's contract; `stack` holds `len` bytes of its own.
+    unsafe { t.copy_at(Way::Pack, buf.cast_mut().cast(), 0, stack.as_mut_ptr(), len) };
+    &stack[..len]
+}
+
+/// Unpacks a short message received into `stack` into `t` elements at `buf`, where it
+/// arrived (nothing is written for a truncated or failed receive), and gives its outcome.
+///
+/// # Safety
+/// `buf` holds elements of `t` with room for as many bytes of data as `stack` was
+/// offered to the receive.
+unsafe fn unpack_short(
+    got: Result<spools::Status, spools::MsgError>,
+    stack: &mut Short,
+    buf: *mut c_void,
+    t: &TypeObj,
+) -> Result<spools::Status, spools::MsgError> {
+    if let Ok(st) = &got {
+        // SAFETY: the caller's contract; the message's bytes are at most the room.
+        unsafe { t.copy_at(Way::Unpack, buf.cast(), 0, stack.as_mut_ptr(), st.len) };
+    }
+    got
+}
+
 /// A destination rank; `None` for `MPI_PROC_NULL`.
 pub(crate) fn dest(c: &CommObj, d: c_int, call: &'static str) -> Result<Option<u32>, MpiError> {
     if d == MPI_PROC_NULL {
@@ -171,19 +209,11 @@ unsafe fn send(
         let len = n * t.size;
         if !buffered && !synchronous(call) && !t.contiguous() && len > 0 && len <= SMALL {
             // Packed on the stack, then sent as a contiguous message.
-            let mut packed = [0u8; SMALL];
-            // SAFETY: `buf` holds `n` elements of `t` with `len` bytes of data (the
-            // caller's contract); `packed` holds `len` bytes of its own.
-            unsafe {
-                t.copy_at(
-                    Way::Pack,
-                    buf.cast_mut().cast(),
-                    0,
-                    packed.as_mut_ptr(),
-                    len,
-                )
-            };
-            c.comm.send(&packed[..len], to, tag)?;
+            let mut stack = [0u8; SMALL];
+            // SAFETY: `buf` holds `n` elements of `t`, `len` bytes of data (the caller's
+            // contract).
+            let bytes = unsafe { pack_short(&mut stack, buf, &t, len) };
+            c.comm.send(bytes, to, tag)?;
             return Ok(());
         }
         if !buffered && !t.contiguous() && len > 0 {
@@ -370,14 +400,11 @@ unsafe fn recv(
             c.comm.recv(dst, from, tag)
         } else if cap > 0 && cap <= SMALL {
             // Received on the stack, then unpacked (nothing is, if it was truncated).
-            let mut packed = [0u8; SMALL];
-            let got = c.comm.recv(&mut packed[..cap], from, tag);
-            if let Ok(st) = &got {
-                // SAFETY: `buf` holds elements of `t` with room for `cap` bytes of data
-                // (the caller's contract); the message's bytes are at most `cap`.
-                unsafe { t.copy_at(Way::Unpack, buf.cast(), 0, packed.as_mut_ptr(), st.len) };
-            }
-            got
+            let mut stack = [0u8; SMALL];
+            let got = c.comm.recv(&mut stack[..cap], from, tag);
+            // SAFETY: `buf` holds elements of `t` with room for `cap` bytes of data (the
+            // caller's contract).
+            unsafe { unpack_short(got, &mut stack, buf, &t) }
         } else if cap > 0 {
             // Unpacked piece by piece as it arrives.
             let into = Unpacker {
@@ -1005,10 +1032,15 @@ struct Leaving<'a> {
 }
 
 impl Leaving<'_> {
+    /// The message's bytes of data.
+    fn len(&self) -> usize {
+        self.n * self.t.size
+    }
+
     /// Whether the message is sent piece by piece from scattered memory (packed as it
     /// leaves).
     fn scattered(&self) -> bool {
-        !self.t.contiguous() && self.n * self.t.size > 0
+        !self.t.contiguous() && self.len() > 0
     }
 
     /// Packs the message piece by piece as it leaves.
@@ -1016,7 +1048,7 @@ impl Leaving<'_> {
         Packer {
             addr: self.buf as usize,
             t: self.t.arc(),
-            len: self.n * self.t.size,
+            len: self.len(),
         }
     }
 }
@@ -1071,91 +1103,69 @@ unsafe fn exchange_now(
         return Ok(());
     };
     let small = |b: usize| b <= SMALL;
-    let result =
-        if (out.scattered() || into.scattered()) && small(out.n * out.t.size) && small(into.cap) {
-            // Both halves short: packed and received on the stack, as one contiguous
-            // exchange (no operation made per half).
-            let (mut packed_out, mut packed_in) = ([0u8; SMALL], [0u8; SMALL]);
-            let len = out.n * out.t.size;
-            // SAFETY: `out.buf` holds `len` bytes of data (the caller's contract); the
-            // buffer `len` of its own.
-            unsafe {
-                out.t.copy_at(
-                    Way::Pack,
-                    out.buf.cast_mut().cast(),
-                    0,
-                    packed_out.as_mut_ptr(),
-                    len,
-                )
-            };
-            let dst = &mut packed_in[..into.cap];
-            let got = match to {
-                Some(to) => comm.sendrecv(&packed_out[..len], to, stag, dst, from, rtag),
-                None => comm.recv(dst, from, rtag),
-            };
-            if let Ok(st) = &got {
-                // SAFETY: `into.buf` holds room for `cap` bytes of data (the caller's
-                // contract); the message's bytes are at most `cap`.
-                unsafe {
-                    into.t.copy_at(
-                        Way::Unpack,
-                        into.buf.cast(),
-                        0,
-                        packed_in.as_mut_ptr(),
-                        st.len,
-                    )
-                };
-            }
-            got
-        } else if !out.scattered() && !into.scattered() {
-            // SAFETY: contiguous (or empty), so borrowed in place (the caller's contract).
-            let bytes = unsafe { data(out.buf, out.n, out.t) };
-            let dst: &mut [u8] = if into.cap > 0 {
-                // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
-                unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
-            } else {
-                &mut []
-            };
-            match to {
-                Some(to) => comm.sendrecv(&bytes, to, stag, dst, from, rtag),
-                None => comm.recv(dst, from, rtag),
-            }
-        } else {
-            // The receive posted first (in place, or unpacked as it arrives), then the send,
-            // then the wait; the receive never outlives the call.
-            let r = if into.scattered() {
-                let u = Unpacker {
-                    addr: into.buf as usize,
-                    t: into.t.arc(),
-                    cap: into.cap,
-                };
-                comm.irecv_scatter(u, from, rtag)?
-            } else if into.cap > 0 {
-                let m = ProgramMemory {
-                    addr: into.buf as usize,
-                    len: into.cap,
-                };
-                comm.irecv_pinned(m, from, rtag)?
-            } else {
-                comm.irecv(Vec::new(), from, rtag)?
-            };
-            match to.map_or(Ok(()), send) {
-                Ok(()) => r.wait_or_release().map(|c| c.status),
-                // A send that failed in the transport (its peer died): the receive is
-                // finished still, so that a message it already matched from a live rank is
-                // delivered, not dropped (as `Communicator::sendrecv`); the send's error
-                // is reported.
-                Err(e @ spools::MsgError::Am(spools::AmError::Fabric(_))) => {
-                    let _ = r.wait_or_release();
-                    Err(e)
-                }
-                // Anything else (an interrupt) ends the call at once, the receive removed.
-                Err(e) => {
-                    r.release();
-                    Err(e)
-                }
-            }
+    let result = if (out.scattered() || into.scattered()) && small(out.len()) && small(into.cap) {
+        // Both halves short: packed and received on the stack, as one contiguous
+        // exchange (no operation made per half).
+        let (mut stack_out, mut stack_in) = ([0u8; SMALL], [0u8; SMALL]);
+        // SAFETY: `out.buf` holds `out.len()` bytes of data (the caller's contract).
+        let bytes = unsafe { pack_short(&mut stack_out, out.buf, out.t, out.len()) };
+        let dst = &mut stack_in[..into.cap];
+        let got = match to {
+            Some(to) => comm.sendrecv(bytes, to, stag, dst, from, rtag),
+            None => comm.recv(dst, from, rtag),
         };
+        // SAFETY: `into.buf` holds room for `cap` bytes of data (the caller's
+        // contract).
+        unsafe { unpack_short(got, &mut stack_in, into.buf, into.t) }
+    } else if !out.scattered() && !into.scattered() {
+        // SAFETY: contiguous (or empty), so borrowed in place (the caller's contract).
+        let bytes = unsafe { data(out.buf, out.n, out.t) };
+        let dst: &mut [u8] = if into.cap > 0 {
+            // SAFETY: `cap` writable bytes at `buf` (the caller's contract).
+            unsafe { std::slice::from_raw_parts_mut(into.buf.cast::<u8>(), into.cap) }
+        } else {
+            &mut []
+        };
+        match to {
+            Some(to) => comm.sendrecv(&bytes, to, stag, dst, from, rtag),
+            None => comm.recv(dst, from, rtag),
+        }
+    } else {
+        // The receive posted first (in place, or unpacked as it arrives), then the send,
+        // then the wait; the receive never outlives the call.
+        let r = if into.scattered() {
+            let u = Unpacker {
+                addr: into.buf as usize,
+                t: into.t.arc(),
+                cap: into.cap,
+            };
+            comm.irecv_scatter(u, from, rtag)?
+        } else if into.cap > 0 {
+            let m = ProgramMemory {
+                addr: into.buf as usize,
+                len: into.cap,
+            };
+            comm.irecv_pinned(m, from, rtag)?
+        } else {
+            comm.irecv(Vec::new(), from, rtag)?
+        };
+        match to.map_or(Ok(()), send) {
+            Ok(()) => r.wait_or_release().map(|c| c.status),
+            // A send that failed in the transport (its peer died): the receive is
+            // finished still, so that a message it already matched from a live rank is
+            // delivered, not dropped (as `Communicator::sendrecv`); the send's error
+            // is reported.
+            Err(e @ spools::MsgError::Am(spools::AmError::Fabric(_))) => {
+                let _ = r.wait_or_release();
+                Err(e)
+            }
+            // Anything else (an interrupt) ends the call at once, the receive removed.
+            Err(e) => {
+                r.release();
+                Err(e)
+            }
+        }
+    };
     match result {
         Ok(got) => {
             // SAFETY: the caller's contract.
